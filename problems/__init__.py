@@ -1,0 +1,34 @@
+"""Ready problems, each with its reference solution and presets; a registry maps names to them."""
+
+from __future__ import annotations
+
+from elecsolver.problem import Problem
+
+from .maxwell_point_source_2d import MaxwellPointSource2D
+
+__all__ = ["REGISTRY", "get_problem_class", "register"]
+
+REGISTRY: dict[str, type[Problem]] = {}
+
+
+def register(cls: type[Problem]) -> type[Problem]:
+    """Add a problem class to the registry under ``cls.name`` (usable as a decorator)."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_problem_class(name: str) -> type[Problem]:
+    """The problem class registered as ``name``.
+
+    Raises
+    ------
+    KeyError
+        For an unknown name; the message lists the registered ones.
+    """
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown problem {name!r}; registered problems: {', '.join(sorted(REGISTRY))}") from None
+
+
+register(MaxwellPointSource2D)

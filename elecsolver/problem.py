@@ -1,0 +1,143 @@
+"""Problem definition: what a PINN run needs to know about the physics.
+
+A problem declares its inputs and field components (names and SI units), its nondimensional
+scales, its constraints (where points are sampled and what residual vanishes there), its network,
+the output grid, and a reference solution to measure against.  The trainer and the command line
+work with any subclass of :class:`Problem`; ``problems/`` holds the shipped ones.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .config import ConfigError, merge
+from .operators import Fields
+from .sampling import PointCloud
+
+__all__ = ["Constraint", "Problem", "relative_l2"]
+
+
+@dataclass
+class Constraint:
+    """One loss term: a point cloud and the residual that must vanish on it.
+
+    Attributes
+    ----------
+    name : str
+        Label used in logs and for per-constraint shard sizes ("pde", "boundary", ...).
+    sample : callable
+        ``sample(seed) -> PointCloud``: the global cloud (all ranks), nondimensional, float64.
+    residual : callable
+        ``residual(fields, points, normals) -> Tensor [N, m]``: m residual components per point.
+    wrt : tuple of str
+        Inputs whose first derivatives ``residual`` reads (empty: values only).
+    weight : float
+        Term weight in the loss.
+    """
+
+    name: str
+    sample: Callable[[int], PointCloud]
+    residual: Callable[[Fields, torch.Tensor, torch.Tensor | None], torch.Tensor]
+    wrt: tuple[str, ...] = ()
+    weight: float = 1.0
+
+
+def relative_l2(pred: np.ndarray, ref: np.ndarray) -> float:
+    """Relative L2 error ||pred - ref||_2 / ||ref||_2 over all entries (inf if ref is zero)."""
+    den = float(np.linalg.norm(ref))
+    num = float(np.linalg.norm(pred - ref))
+    return num / den if den > 0 else (0.0 if num == 0 else float("inf"))
+
+
+class Problem:
+    """Base class of a PINN problem.  Subclasses set the class attributes and override the hooks.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry name, e.g. "maxwell-point-source-2d".
+    inputs, outputs : tuple of str
+        Input columns (e.g. ("x", "y", "t")) and field components (e.g. ("Ex", "Ey", "Hz")).
+    units : dict
+        SI unit of every input and output name.
+    presets : dict
+        Preset name -> nested changes to :meth:`default_config`.
+    default_preset : str
+    """
+
+    name = "problem"
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    units: dict[str, str] = {}
+    presets: dict[str, dict] = {}
+    default_preset = "quick"
+
+    def __init__(self, config: dict | None = None):
+        self.config = copy.deepcopy(config) if config is not None else self.default_config()
+
+    @classmethod
+    def default_config(cls) -> dict:
+        """The full configuration with every key a user can ``--set``."""
+        raise NotImplementedError
+
+    @classmethod
+    def preset_config(cls, preset: str | None = None) -> dict:
+        """Default configuration with a preset's changes applied.
+
+        Raises
+        ------
+        ConfigError
+            For an unknown preset.
+        """
+        preset = preset or cls.default_preset
+        if preset not in cls.presets:
+            raise ConfigError(f"unknown preset {preset!r} for {cls.name}; choose one of {sorted(cls.presets)}")
+        return merge(cls.default_config(), cls.presets[preset])
+
+    # hooks ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ConfigError if the configuration is not physically meaningful."""
+
+    def scales(self) -> dict[str, float]:
+        """Nondimensional scales (SI), written into every output."""
+        raise NotImplementedError
+
+    def constraints(self) -> list[Constraint]:
+        raise NotImplementedError
+
+    def build_network(self) -> nn.Module:
+        raise NotImplementedError
+
+    def output_coords(self) -> dict[str, np.ndarray]:
+        """Output grid axes in SI units, e.g. {"x": [nx], "y": [ny], "t": [nt]}."""
+        raise NotImplementedError
+
+    def grid_points(self) -> np.ndarray:
+        """Nondimensional network inputs at every output grid point, float64 [nt*ny*nx, d]."""
+        raise NotImplementedError
+
+    def to_si(self, values: np.ndarray) -> dict[str, np.ndarray]:
+        """Network outputs [M, c] (nondimensional) -> SI arrays shaped like the output grid."""
+        raise NotImplementedError
+
+    def reference(self, cache_dir=None) -> dict[str, np.ndarray]:
+        """Reference fields on the output grid, SI, each [nt, ny, nx]."""
+        raise NotImplementedError
+
+    def metrics(self, fields: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict:
+        """Error metrics of ``fields`` against ``reference``."""
+        raise NotImplementedError
+
+    def progress_metrics(self, fields: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict:
+        """The (cheap) metrics logged during training; default: all of :meth:`metrics`."""
+        return self.metrics(fields, reference)
+
+    def progress_frames(self) -> int | None:
+        """Number of leading time frames to evaluate during training (None: all)."""
+        return None

@@ -1,0 +1,302 @@
+"""Training loop: sampling, sharding, loss, first-order backward, gradient reduction, checkpoints.
+
+The loss of constraint c on rank r is
+
+    L_c^r = w_c * sum_{i in shard r} |res_c(x_i)|^2 / N_c        (N_c = global point count)
+
+so that summing over ranks gives the single-process mean exactly; gradients are all-reduced by SUM
+(shared/DESIGN.md, "The data path").  A rank holding no point of a constraint contributes zeros,
+and parameters it does not touch get zero gradients before the reduction, so every rank takes the
+same optimizer step.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__
+from .comm import Communicator, SingleProcess
+from .operators import evaluate
+from .problem import Problem
+from .sharding import shard_indices
+
+__all__ = ["Trainer", "ResumeError"]
+
+log = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+class ResumeError(ValueError):
+    """A checkpoint that does not belong to this run (other configuration or package version)."""
+
+
+class Trainer:
+    """Train a problem's network on its constraints.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem; ``problem.config["training"]`` holds steps, seed, dtype, lr, lr_final,
+        log_every, checkpoint_every and derivatives ("jet" or "autograd").
+    comm : Communicator, optional
+        Data-parallel group (default: one process).
+    device : str
+        "cpu" or "cuda[:k]".
+    out_dir : path, optional
+        Where the checkpoint and the convergence CSV go (rank 0 writes); None: nowhere.
+    reference : dict, optional
+        Reference fields (SI, [nt, ny, nx]) for the error metrics logged during training (rank 0).
+    shard_sizes : dict, optional
+        Constraint name -> points per rank, to force an uneven split (tests); default balanced.
+    progress : bool
+        Show a progress bar on rank 0.
+    """
+
+    def __init__(self, problem: Problem, comm: Communicator | None = None, device: str = "cpu",
+                 out_dir: str | os.PathLike | None = None, reference: dict | None = None,
+                 shard_sizes: dict[str, list[int]] | None = None, progress: bool = True):
+        problem.validate()
+        self.problem, self.comm = problem, comm or SingleProcess()
+        self.cfg = problem.config["training"]
+        self.device = torch.device(device)
+        self.dtype = DTYPES[self.cfg["dtype"]]
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.reference, self.shard_sizes, self.progress = reference, shard_sizes or {}, progress
+        torch.manual_seed(self.cfg["seed"])
+        self.model = problem.build_network().to(device=self.device, dtype=self.dtype)
+        for p in self.model.parameters():  # identical start on every rank
+            self.comm.broadcast_(p.data, 0)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(self.params, lr=self.cfg["lr"])
+        steps, ratio = self.cfg["steps"], self.cfg["lr_final"] / self.cfg["lr"]
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda k: ratio ** (min(k, steps) / steps))
+        self.constraints = problem.constraints()
+        self.step = 0
+        self.wall_s = 0.0
+        self.points_processed = 0
+        self.history: list[dict] = []
+        self._round = None
+        self._batches: list = []
+
+    # points ---------------------------------------------------------------------------------
+    def _points_for_round(self, round_: int) -> None:
+        """Sample every constraint's global cloud for this resampling round and keep this rank's shard."""
+        self._batches = []
+        seed = self.cfg["seed"]
+        for c in self.constraints:
+            cloud = c.sample(seed * 1_000_003 + round_)
+            spatial = cloud.points[:, : max(1, cloud.points.shape[1] - 1)]
+            idx = shard_indices(spatial, self.comm.rank, self.comm.world, self.shard_sizes.get(c.name))
+            local = cloud.subset(idx)
+            pts = torch.as_tensor(local.points, dtype=self.dtype, device=self.device)
+            nrm = None if local.normals is None else torch.as_tensor(local.normals, dtype=self.dtype,
+                                                                      device=self.device)
+            self._batches.append((c, pts, nrm, len(cloud)))
+        self._round = round_
+
+    def points(self) -> list[tuple[str, torch.Tensor, int]]:
+        """This rank's points per constraint: (name, local points [n, d], global count)."""
+        self._ensure_points()
+        return [(c.name, p, n) for c, p, _, n in self._batches]
+
+    def _ensure_points(self) -> None:
+        round_ = self.step // self.problem.config["sampling"]["resample_every"]
+        if round_ != self._round:
+            self._points_for_round(round_)
+
+    # one step ---------------------------------------------------------------------------------
+    def loss_terms(self) -> torch.Tensor:
+        """This rank's share of every weighted loss term, [n_constraints] (sums to the loss over ranks)."""
+        self._ensure_points()
+        terms = []
+        method = self.cfg["derivatives"]
+        for c, pts, nrm, n_global in self._batches:
+            if pts.shape[0] == 0:
+                terms.append(sum(p.sum() for p in self.params) * 0.0)
+                continue
+            f = evaluate(self.model, pts, self.problem.inputs, self.problem.outputs, c.wrt, method=method)
+            r = c.residual(f, pts, nrm)
+            terms.append(c.weight * (r**2).sum() / max(n_global, 1))
+        return torch.stack(terms)
+
+    def train_step(self) -> tuple[float, list[float]]:
+        """One optimizer step; returns the global loss and its terms (equal on every rank)."""
+        self.optimizer.zero_grad(set_to_none=False)
+        terms = self.loss_terms()
+        terms.sum().backward()
+        self._all_reduce_gradients()
+        self.optimizer.step()
+        self.scheduler.step()
+        reduced = self.comm.all_reduce_sum_(terms.detach().clone())
+        self.points_processed += sum(n for *_, n in self._batches)
+        self.step += 1
+        values = reduced.tolist()
+        return float(sum(values)), values
+
+    def _all_reduce_gradients(self) -> None:
+        if self.comm.world == 1:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        self.comm.all_reduce_sum_(flat)
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            p.grad = flat[offset : offset + n].view_as(p).clone()
+            offset += n
+
+    # evaluation -------------------------------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, frames: int | None = None, chunk: int = 65536) -> dict[str, np.ndarray]:
+        """Network fields on the problem's output grid, SI units, each [nt, ny, nx] (or ``frames``)."""
+        pts = self.problem.grid_points(frames)
+        outs = []
+        for i in range(0, pts.shape[0], chunk):
+            x = torch.as_tensor(pts[i : i + chunk], dtype=self.dtype, device=self.device)
+            outs.append(self.model(x).double().cpu().numpy())
+        return self.problem.to_si(np.concatenate(outs, axis=0))
+
+    # loop ---------------------------------------------------------------------------------------
+    def train(self, stop_after: int | None = None) -> None:
+        """Train up to ``training.steps`` (or up to step ``stop_after``, then checkpoint and return)."""
+        total = self.cfg["steps"]
+        end = total if stop_after is None else min(stop_after, total)
+        bar = None
+        if self.progress and self.comm.rank == 0 and self.step < end:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, initial=self.step, desc=self.problem.name, unit="step", dynamic_ncols=True)
+        try:
+            while self.step < end:
+                t0 = time.perf_counter()
+                loss, terms = self.train_step()
+                self.wall_s += time.perf_counter() - t0
+                if not math.isfinite(loss):
+                    raise FloatingPointError(f"the loss became {loss} at step {self.step}; lower training.lr")
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss:.3e}")
+                if self.step % self.cfg["log_every"] == 0 or self.step == end:
+                    self._log(loss, terms)
+                if self.step % self.cfg["checkpoint_every"] == 0 or self.step == end:
+                    self.save_checkpoint()
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _log(self, loss: float, terms: list[float]) -> None:
+        if self.comm.rank != 0:
+            return
+        row = {"step": self.step, "loss": loss}
+        row.update({f"loss_{c.name}": v for c, v in zip(self.constraints, terms)})
+        row["lr"] = self.scheduler.get_last_lr()[0]
+        row["wall_s"] = self.wall_s
+        if self.reference is not None:
+            pred = self.predict(self.problem.progress_frames())
+            for k, v in self.problem.progress_metrics(pred, self.reference).items():
+                row[f"rel_l2_early_{k}"] = v
+        self.history.append(row)
+        log.info("step %d: %s", self.step, ", ".join(f"{k}={v:.4g}" for k, v in row.items() if k != "step"))
+        if self.out_dir is not None:
+            _atomic_write_csv(self.out_dir / "convergence.csv", self.history)
+
+    # checkpoints ----------------------------------------------------------------------------------
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return None if self.out_dir is None else self.out_dir / "checkpoint.pt"
+
+    def state_dict(self) -> dict:
+        """Everything a resume needs to continue bit for bit."""
+        return {
+            "package_version": __version__,
+            "problem": self.problem.name,
+            "config": self.problem.config,
+            "world": self.comm.world,
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": np.random.get_state(),
+            "python_rng": random.getstate(),
+            "wall_s": self.wall_s,
+            "points_processed": self.points_processed,
+            "history": self.history,
+            "sampling_round": self._round,
+        }
+
+    def save_checkpoint(self) -> None:
+        """Write ``checkpoint.pt`` atomically into ``out_dir`` (rank 0 only)."""
+        if self.comm.rank != 0 or self.checkpoint_path is None:
+            return
+        path = self.checkpoint_path
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".checkpoint", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                torch.save(self.state_dict(), fh)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load_checkpoint(self, path: str | os.PathLike | None = None) -> None:
+        """Continue from a checkpoint written by :meth:`save_checkpoint`.
+
+        Raises
+        ------
+        ResumeError
+            If there is no checkpoint, or it was written by another package version or with
+            another configuration (the differing keys are named).
+        """
+        path = Path(path) if path is not None else self.checkpoint_path
+        if path is None or not path.exists():
+            raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
+        state = torch.load(path, map_location=self.device, weights_only=False)
+        if state["package_version"] != __version__:
+            raise ResumeError(f"--resume: the checkpoint was written by elecsolver {state['package_version']}, "
+                              f"this is {__version__}; start a fresh run")
+        if state["config"] != self.problem.config or state["problem"] != self.problem.name:
+            diff = _diff_keys(state["config"], self.problem.config)
+            raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}; "
+                              "use the same preset, --steps, --seed, --dtype and --set values")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        np.random.set_state(state["numpy_rng"])
+        random.setstate(state["python_rng"])
+        self.step, self.wall_s = state["step"], state["wall_s"]
+        self.points_processed, self.history = state["points_processed"], state["history"]
+        self._round = None
+
+
+def _diff_keys(a, b, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out += _diff_keys(a.get(k), b.get(k), f"{prefix}{k}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def _atomic_write_csv(path: Path, rows: list[dict]) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}", suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)

@@ -1,0 +1,43 @@
+"""Shared fixtures: a per-session reference cache and helpers to run the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cache_dir(tmp_path_factory):
+    """Keep reference solutions of this test session in one cache (computed once per session)."""
+    path = os.environ.get("ELECSOLVER_TEST_CACHE") or str(tmp_path_factory.mktemp("cache"))
+    old = os.environ.get("ELECSOLVER_CACHE")
+    os.environ["ELECSOLVER_CACHE"] = path
+    yield path
+    if old is None:
+        os.environ.pop("ELECSOLVER_CACHE", None)
+    else:
+        os.environ["ELECSOLVER_CACHE"] = old
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600):
+    """Run ``elecsolver`` as a new process; returns the CompletedProcess (text output)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        if env is None or k not in env:
+            full_env.pop(k, None)
+    return subprocess.run([sys.executable, "-m", "elecsolver.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,46 @@
+"""One rank of the data-parallel equality tests (run as a subprocess by test_data_parallel.py).
+
+Usage: python dp_worker.py OUT.npz STEPS SHARD_SIZES_JSON
+Rank and world come from torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
+none: one process.  Rank 0 saves the loss curve and the final parameters.
+"""
+
+import json
+import sys
+
+import numpy as np
+import torch
+
+from elecsolver.config import merge
+from elecsolver.trainer import Trainer
+from parallel.data_parallel import init_data_parallel, shutdown
+from problems.maxwell_point_source_2d import MaxwellPointSource2D
+
+SMALL = {
+    "network": {"kind": "multiscale", "width": 16, "depth": 2, "scales": [1.0, 4.0]},
+    "sampling": {"interior": 97, "source": 31, "boundary": 23, "initial": 13, "resample_every": 3},
+    "training": {"dtype": "float64", "lr": 1e-3, "seed": 3, "log_every": 1000, "checkpoint_every": 1000},
+}
+
+
+def small_problem(hard_initial: bool = False) -> MaxwellPointSource2D:
+    cfg = merge(MaxwellPointSource2D.preset_config("ci"), SMALL)
+    cfg["network"]["hard_initial"] = hard_initial
+    return MaxwellPointSource2D(cfg)
+
+
+def main() -> None:
+    out, steps, sizes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+    comm, info, device = init_data_parallel("cpu")
+    torch.set_num_threads(1)
+    trainer = Trainer(small_problem(), comm=comm, shard_sizes=sizes or None, progress=False)
+    losses = [trainer.train_step()[0] for _ in range(steps)]
+    local = {name: int(p.shape[0]) for name, p, _ in trainer.points()}
+    if info.rank == 0:
+        params = torch.cat([p.detach().reshape(-1) for p in trainer.model.parameters()]).numpy()
+        np.savez(out, losses=np.array(losses), params=params, local=json.dumps(local))
+    shutdown()
+
+
+if __name__ == "__main__":
+    main()

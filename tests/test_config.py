@@ -1,0 +1,43 @@
+"""Configuration overrides: dotted keys, JSON values, types kept, one clear error otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from elecsolver.config import ConfigError, apply_overrides, config_hash
+from problems.maxwell_point_source_2d import MaxwellPointSource2D
+
+
+def test_overrides_parse_json_and_keep_types():
+    base = MaxwellPointSource2D.preset_config("ci")
+    cfg = apply_overrides(base, ["source.x0=0.3", "source.frequency=1.2e9", "source.sigma=2.5e-3",
+                                 "network.scales=[1, 2]", "network.kind=mlp", "training.steps=7"])
+    assert cfg["source"]["x0"] == 0.3 and cfg["source"]["frequency"] == 1.2e9
+    assert cfg["network"]["scales"] == [1, 2] and cfg["network"]["kind"] == "mlp"
+    assert cfg["training"]["steps"] == 7 and isinstance(cfg["training"]["steps"], int)
+    assert base["source"]["x0"] == 0.4975  # input not mutated
+    assert isinstance(apply_overrides(base, ["source.amplitude=2"])["source"]["amplitude"], float)
+
+
+@pytest.mark.parametrize("item,match", [
+    ("no.such.key=1", "unknown configuration key"),
+    ("source.nope=1", "unknown configuration key"),
+    ("source.sigma=true", "expected a number"),
+    ("training.steps=1.5", "expected an integer"),
+    ("network.hard_initial=1", "expected a boolean"),
+    ("source=1", "expected a section"),
+    ("source.sigma", "KEY=VALUE"),
+])
+def test_bad_overrides(item, match):
+    with pytest.raises(ConfigError, match=match):
+        apply_overrides(MaxwellPointSource2D.preset_config("ci"), [item])
+
+
+def test_unknown_preset():
+    with pytest.raises(ConfigError, match="unknown preset"):
+        MaxwellPointSource2D.preset_config("nope")
+
+
+def test_hash_is_order_independent():
+    assert config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
+    assert config_hash({"a": 1}) != config_hash({"a": 2})
