@@ -32,7 +32,8 @@ class Constraint:
     name : str
         Label used in logs and for per-constraint shard sizes ("pde", "boundary", ...).
     sample : callable
-        ``sample(seed) -> PointCloud``: the global cloud (all ranks), nondimensional, float64.
+        ``sample(seed, progress) -> PointCloud``: the global cloud (all ranks), nondimensional,
+        float64; ``progress`` in [0, 1] is the fraction of training done (for curricula).
     residual : callable
         ``residual(fields, points, normals) -> Tensor [N, m]``: m residual components per point.
     wrt : tuple of str
@@ -42,7 +43,7 @@ class Constraint:
     """
 
     name: str
-    sample: Callable[[int], PointCloud]
+    sample: Callable[[int, float], PointCloud]
     residual: Callable[[Fields, torch.Tensor, torch.Tensor | None], torch.Tensor]
     wrt: tuple[str, ...] = ()
     weight: float = 1.0

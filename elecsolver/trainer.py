@@ -95,7 +95,8 @@ class Trainer:
         self._batches = []
         seed = self.cfg["seed"]
         for c in self.constraints:
-            cloud = c.sample(seed * 1_000_003 + round_)
+            start = round_ * self.problem.config["sampling"]["resample_every"]
+            cloud = c.sample(seed * 1_000_003 + round_, start / self.cfg["steps"])
             spatial = cloud.points[:, : max(1, cloud.points.shape[1] - 1)]
             idx = shard_indices(spatial, self.comm.rank, self.comm.world, self.shard_sizes.get(c.name))
             local = cloud.subset(idx)

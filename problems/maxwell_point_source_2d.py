@@ -40,6 +40,8 @@ from elecsolver.problem import Constraint, Problem, relative_l2
 from elecsolver.reference.cache import cached_arrays
 from elecsolver.sampling import PointCloud, derive_seed, unit_samples
 
+from ._near_field import QuasiStaticNearField
+
 __all__ = ["MaxwellPointSource2D", "near_field_scale"]
 
 C0 = constants.c
@@ -95,9 +97,11 @@ class MaxwellPointSource2D(Problem):
             "output": {"nx": 101, "ny": 101, "nt": 41, "early_frames": 25},
             "absorbing": {"padding": 0.1},
             "network": {"kind": "multiscale", "width": 64, "depth": 4, "activation": "sin",
-                        "scales": [1.0, 4.0, 16.0], "first_omega": 1.0, "hard_initial": True},
+                        "scales": [1.0, 4.0, 16.0], "first_omega": 1.0, "hard_initial": True,
+                        "near_field": True, "near_field_radius": 0.05},
             "sampling": {"method": "sobol", "interior": 8192, "source": 2048, "source_radius": 5.0,
-                         "boundary": 1024, "initial": 1024, "resample_every": 100},
+                         "boundary": 1024, "initial": 1024, "resample_every": 100,
+                         "time_ramp": 0.5, "time_ramp_start": 0.4},
             "loss": {"pde": 1.0, "source": 1.0, "boundary": 1.0, "initial": 10.0},
             "training": {"steps": 3000, "seed": 0, "dtype": "float32", "lr": 1e-3, "lr_final": 1e-4,
                          "log_every": 250, "checkpoint_every": 500, "derivatives": "jet"},
@@ -121,8 +125,12 @@ class MaxwellPointSource2D(Problem):
                 raise ConfigError(f"output.{key} must be >= 2, got {c['output'][key]}")
         if not 1 <= c["output"]["early_frames"] <= c["output"]["nt"]:
             raise ConfigError(f"output.early_frames must be in [1, output.nt], got {c['output']['early_frames']}")
+        if c["network"]["near_field_radius"] <= 0:
+            raise ConfigError(f"network.near_field_radius must be positive (m), got {c['network']['near_field_radius']}")
         if c["absorbing"]["padding"] < 0:
             raise ConfigError(f"absorbing.padding must be >= 0 m, got {c['absorbing']['padding']}")
+        if not (c["sampling"]["time_ramp"] >= 0 and 0 < c["sampling"]["time_ramp_start"] <= 1):
+            raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
         for key in ("interior", "source", "boundary", "initial", "resample_every"):
             if c["sampling"][key] < (1 if key == "resample_every" else 0):
                 raise ConfigError(f"sampling.{key} must be >= {1 if key == 'resample_every' else 0}")
@@ -188,14 +196,33 @@ class MaxwellPointSource2D(Problem):
         """Zero initial fields: the values themselves, [N, 3]."""
         return f.values
 
-    def _sample_interior(self, n: int, seed: int) -> PointCloud:
+    def _time_fraction(self, progress: float) -> float:
+        """Fraction of the time window sampled at this point of training (causal curriculum).
+
+        The window [0, f T] grows linearly from f = time_ramp_start to 1 over the first
+        ``time_ramp`` of the training steps, so early times are fitted before later ones (the
+        causality argument of Wang, Sankaran & Perdikaris, CMAME 421 (2024) 116813, applied to
+        sampling); time_ramp = 0 samples the whole window from the start.
+        """
+        smp = self.config["sampling"]
+        if smp["time_ramp"] <= 0:
+            return 1.0
+        return min(1.0, smp["time_ramp_start"] + (1 - smp["time_ramp_start"]) * progress / smp["time_ramp"])
+
+    def _box_at(self, progress: float) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = self._box()
+        hi = hi.copy()
+        hi[2] = lo[2] + (hi[2] - lo[2]) * self._time_fraction(progress)
+        return lo, hi
+
+    def _sample_interior(self, n: int, seed: int, progress: float = 1.0) -> PointCloud:
+        lo, hi = self._box_at(progress)
         u = unit_samples(n, 3, self.config["sampling"]["method"], seed)
         return PointCloud(lo + u * (hi - lo))
 
-    def _sample_source(self, n: int, seed: int) -> PointCloud:
+    def _sample_source(self, n: int, seed: int, progress: float = 1.0) -> PointCloud:
         """Uniform in a disc of radius source_radius * sigma around the source, uniform in t."""
-        lo, hi = self._box()
+        lo, hi = self._box_at(progress)
         s, src = self.scales(), self.config["source"]
         u = unit_samples(n, 3, self.config["sampling"]["method"], seed)
         radius = self.config["sampling"]["source_radius"] * src["sigma"] / s["length_m"]
@@ -207,9 +234,9 @@ class MaxwellPointSource2D(Problem):
         inside = np.all((pts >= lo) & (pts <= hi), axis=1)
         return PointCloud(pts[inside])
 
-    def _sample_boundary(self, n: int, seed: int) -> PointCloud:
+    def _sample_boundary(self, n: int, seed: int, progress: float = 1.0) -> PointCloud:
         """Uniform in arc length on the padded box's edge and in t, with outward normals."""
-        lo, hi = self._box()
+        lo, hi = self._box_at(progress)
         wx, wy = hi[0] - lo[0], hi[1] - lo[1]
         u = unit_samples(n, 2, self.config["sampling"]["method"], seed)
         s = u[:, 0] * 2 * (wx + wy)
@@ -232,7 +259,7 @@ class MaxwellPointSource2D(Problem):
         pts[:, 2] = lo[2] + u[:, 1] * (hi[2] - lo[2])
         return PointCloud(pts, nrm)
 
-    def _sample_initial(self, n: int, seed: int) -> PointCloud:
+    def _sample_initial(self, n: int, seed: int, progress: float = 1.0) -> PointCloud:
         lo, hi = self._box()
         u = unit_samples(n, 2, self.config["sampling"]["method"], seed)
         xy = lo[:2] + u * (hi[:2] - lo[:2])
@@ -242,7 +269,7 @@ class MaxwellPointSource2D(Problem):
         smp, w = self.config["sampling"], self.config["loss"]
 
         def sampler(method, n, label):
-            return lambda seed: method(n, derive_seed(seed, label))
+            return lambda seed, progress=1.0: method(n, derive_seed(seed, label), progress)
 
         out = [
             Constraint("pde", sampler(self._sample_interior, smp["interior"], "pde"), self.maxwell_residual,
@@ -259,12 +286,19 @@ class MaxwellPointSource2D(Problem):
 
     def build_network(self) -> torch.nn.Module:
         net_cfg = dict(self.config["network"])
-        hard = net_cfg.pop("hard_initial")
-        kind = net_cfg.pop("kind")
+        hard, kind = net_cfg.pop("hard_initial"), net_cfg.pop("kind")
+        near, radius = net_cfg.pop("near_field"), net_cfg.pop("near_field_radius")
         lo, hi = self._box()
         net = build_network(kind, 3, 3, lo.tolist(), hi.tolist(), **net_cfg)
         if hard:
             net = HardInitialCondition(net, t_column=2, t_start=0.0, span=float(hi[2]))
+        if near:
+            s, src = self.scales(), self.config["source"]
+            tau = math.sqrt(2.3) / (math.pi * src["frequency"])
+            net = QuasiStaticNearField(
+                net, amplitude=src["amplitude"] / (s["E0_V_per_m"] * s["length_m"]),
+                x0=src["x0"] / s["length_m"], y0=src["y0"] / s["length_m"], sigma=src["sigma"] / s["length_m"],
+                radius=radius / s["length_m"], t0=3.65 * tau / s["time_s"], tau=tau / s["time_s"])
         return net
 
     # output grid, reference and metrics ---------------------------------------------------

@@ -1,0 +1,145 @@
+"""The command line: outputs, HDF5/XDMF contract, resume, bad input (exit code 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import meshio
+import numpy as np
+import pytest
+import torch
+
+from conftest import run_cli
+from elecsolver.io.hdf5 import read_fields
+
+PROBLEM = "maxwell-point-source-2d"
+
+
+@pytest.fixture(scope="module")
+def run30(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run30") / "out"
+    proc = run_cli("run", PROBLEM, "--steps", "30", "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_problems_lists_the_main_job():
+    proc = run_cli("problems")
+    assert proc.returncode == 0
+    assert PROBLEM in proc.stdout.splitlines()
+
+
+def test_run_writes_every_output(run30):
+    out, proc = run30
+    for name in ("fields.h5", "fields.xdmf", "metrics.json", "convergence.csv", "checkpoint.pt"):
+        assert (out / name).is_file(), name
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert any(p.startswith("Hz_") for p in pngs) and any(p.startswith("Ex_") for p in pngs)
+    assert not list(out.glob("*.tmp")) and not list(out.glob(".*tmp"))
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["problem"] == PROBLEM and m["preset"] == "quick" and m["steps"] == 30
+    assert m["wall_s"] > 0 and m["points_per_s"] > 0
+    for window in ("early", "full"):
+        for field in ("Ex", "Ey", "Hz"):
+            assert np.isfinite(m["rel_l2"][window][field]) and m["rel_l2"][window][field] >= 0
+    assert "relative L2 error" in proc.stdout
+    rows = (out / "convergence.csv").read_text().splitlines()
+    assert rows[0].startswith("step,loss") and "rel_l2_early_Hz" in rows[0] and len(rows) >= 2
+
+
+def test_hdf5_reads_back_with_units_and_metrics(run30):
+    out, _ = run30
+    data = read_fields(out / "fields.h5")
+    assert data["units"]["Ex"] == "V/m" and data["units"]["Hz"] == "A/m" and data["units"]["t"] == "s"
+    with h5py.File(out / "fields.h5", "r") as h:
+        for name in ("coords/x", "coords/y", "coords/t", "fields/Ex", "fields/Ey", "fields/Hz",
+                     "reference/Ex", "reference/Ey", "reference/Hz"):
+            assert "units" in h[name].attrs
+        assert h["fields/Hz"].shape == (41, 101, 101)
+        assert h.attrs["problem"] == PROBLEM and int(h.attrs["schema_version"]) == 1
+        config = json.loads(h.attrs["config"])
+        assert config["source"]["sigma"] == 7.5e-3
+        scales = json.loads(h.attrs["scales"])
+        assert scales["H0_A_per_m"] == pytest.approx(scales["E0_V_per_m"] / 376.730313, rel=1e-6)
+    m = json.loads((out / "metrics.json").read_text())
+    assert data["attrs"]["metrics"]["rel_l2"] == m["rel_l2"]
+    # the stored metric is the relative L2 error of the stored fields
+    early = slice(0, 25)
+    for f in ("Ex", "Ey", "Hz"):
+        a, b = data["fields"][f][early], data["reference"][f][early]
+        assert np.linalg.norm(a - b) / np.linalg.norm(b) == pytest.approx(m["rel_l2"]["early"][f], rel=1e-9)
+
+
+def test_xdmf_opens_from_another_directory(run30, tmp_path, monkeypatch):
+    out, _ = run30
+    monkeypatch.chdir(tmp_path)
+    data = read_fields(out / "fields.h5")
+    with meshio.xdmf.TimeSeriesReader(str(out / "fields.xdmf")) as reader:
+        points, cells = reader.read_points_cells()
+        assert reader.num_steps == 41
+        assert points.shape[0] == 101 * 101
+        for k in range(reader.num_steps):
+            t, point_data, _ = reader.read_data(k)
+            assert t == pytest.approx(data["coords"]["t"][k])
+            np.testing.assert_array_equal(point_data["Hz"], data["fields"]["Hz"][k].ravel())
+
+
+def _params(path):
+    state = torch.load(path, weights_only=False)
+    return torch.cat([v.reshape(-1).double() for v in state["model"].values()])
+
+
+def test_resume_gives_the_uninterrupted_parameters(tmp_path):
+    common = ["run", PROBLEM, "--preset", "ci", "--steps", "20", "--quiet",
+              "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=4"]
+    a, b = tmp_path / "straight", tmp_path / "resumed"
+    assert run_cli(*common, "--out", str(a)).returncode == 0
+    first = run_cli(*common, "--out", str(b), "--stop-after", "10")
+    assert first.returncode == 0, first.stderr
+    assert not (b / "fields.h5").exists()
+    assert torch.load(b / "checkpoint.pt", weights_only=False)["step"] == 10
+    second = run_cli(*common, "--out", str(b), "--resume")
+    assert second.returncode == 0, second.stderr
+    assert torch.equal(_params(a / "checkpoint.pt"), _params(b / "checkpoint.pt"))
+    ma, mb = (json.loads((d / "metrics.json").read_text()) for d in (a, b))
+    assert ma["rel_l2"] == mb["rel_l2"] and mb["steps"] == 20
+
+
+def test_resume_with_other_configuration_is_refused(tmp_path):
+    out = tmp_path / "o"
+    common = ["run", PROBLEM, "--preset", "ci", "--quiet", "--out", str(out)]
+    assert run_cli(*common, "--steps", "4", "--stop-after", "2").returncode == 0
+    proc = run_cli(*common, "--steps", "4", "--resume", "--set", "source.sigma=2.5e-3")
+    assert proc.returncode == 2
+    assert "source.sigma" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "no-such-problem"], "unknown problem"),
+    (["run", PROBLEM, "--preset", "nope"], "unknown preset"),
+    (["run", PROBLEM, "--set", "no.such.key=1"], "unknown configuration key"),
+    (["run", PROBLEM, "--set", "source.sigma=\"wide\""], "expected a number"),
+    (["run", PROBLEM, "--set", "source.sigma=-1"], "source.sigma must be positive"),
+    (["run", PROBLEM, "--steps", "0"], "--steps must be >= 1"),
+    (["run", PROBLEM, "--steps", "ten"], "invalid int value"),
+    (["run", PROBLEM, "--resume"], "no checkpoint"),
+    (["run", PROBLEM, "--device", "tpu"], "--device"),
+])
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, message):
+    out = tmp_path / "o"
+    proc = run_cli(*args, "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_output_under_a_regular_file(tmp_path):
+    (tmp_path / "file").write_text("x")
+    proc = run_cli("run", PROBLEM, "--steps", "5", "--out", str(tmp_path / "file" / "sub"))
+    assert proc.returncode == 2 and "not a folder" in proc.stderr
+    assert (tmp_path / "file").read_text() == "x"
+    proc = run_cli("run", PROBLEM, "--steps", "5", "--out", str(tmp_path / "file"))
+    assert proc.returncode == 2
