@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-__all__ = ["main", "run", "UsageError"]
+__all__ = ["UsageError", "main", "run"]
 
 log = logging.getLogger("elecsolver")
 

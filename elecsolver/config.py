@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["ConfigError", "set_value", "apply_overrides", "merge", "config_hash"]
+__all__ = ["ConfigError", "apply_overrides", "config_hash", "merge", "set_value"]
 
 
 class ConfigError(ValueError):

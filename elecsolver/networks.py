@@ -15,7 +15,7 @@ from torch import nn
 
 from .jets import Jet
 
-__all__ = ["ACTIVATIONS", "Activation", "JetLinear", "InputScaling", "MLP", "MultiscaleMLP", "build_network"]
+__all__ = ["ACTIVATIONS", "MLP", "Activation", "InputScaling", "JetLinear", "MultiscaleMLP", "build_network"]
 
 
 def _tanh_d1(a: torch.Tensor) -> torch.Tensor:

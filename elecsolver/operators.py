@@ -21,7 +21,7 @@ from torch import nn
 
 from .jets import Jet, seed_jet
 
-__all__ = ["Fields", "evaluate", "ddt", "grad", "div", "curl_z", "curl_te"]
+__all__ = ["Fields", "curl_te", "curl_z", "ddt", "div", "evaluate", "grad"]
 
 METHODS = ("jet", "autograd")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -75,8 +76,8 @@ class Problem:
     name = "problem"
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
-    units: dict[str, str] = {}
-    presets: dict[str, dict] = {}
+    units: ClassVar[dict[str, str]] = {}
+    presets: ClassVar[dict[str, dict]] = {}
     default_preset = "quick"
 
     def __init__(self, config: dict | None = None):

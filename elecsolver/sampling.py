@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import qmc
 
-__all__ = ["PointCloud", "unit_samples", "derive_seed", "METHODS"]
+__all__ = ["METHODS", "PointCloud", "derive_seed", "unit_samples"]
 
 METHODS = ("sobol", "halton", "lhs", "uniform")
 
@@ -36,7 +36,7 @@ class PointCloud:
     def __len__(self) -> int:
         return self.points.shape[0]
 
-    def subset(self, index: np.ndarray) -> "PointCloud":
+    def subset(self, index: np.ndarray) -> PointCloud:
         """The cloud restricted to rows ``index``."""
         return PointCloud(self.points[index], None if self.normals is None else self.normals[index])
 

@@ -30,7 +30,7 @@ from .operators import evaluate
 from .problem import Problem
 from .sharding import shard_indices
 
-__all__ = ["Trainer", "ResumeError"]
+__all__ = ["ResumeError", "Trainer"]
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["LaunchInfo", "LaunchError", "discover", "threads_per_rank"]
+__all__ = ["LaunchError", "LaunchInfo", "discover", "threads_per_rank"]
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ def _phi_and_dphi(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     phi_s = torch.zeros_like(q)
     dphi_s = torch.zeros_like(q)
     fact = 1.0
-    for n in range(0, 10):  # phi = sum (-q)^n / (n+1)!
+    for n in range(10):  # phi = sum (-q)^n / (n+1)!
         fact *= n + 1
         phi_s = phi_s + (-1) ** n * qt**n / fact
         if n >= 1:

@@ -28,6 +28,7 @@ Reference: a Yee FDTD solution (:mod:`elecsolver.reference.fdtd`), cached per co
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -66,9 +67,9 @@ class MaxwellPointSource2D(Problem):
     name = "maxwell-point-source-2d"
     inputs = ("x", "y", "t")
     outputs = ("Ex", "Ey", "Hz")
-    units = {"x": "m", "y": "m", "t": "s", "Ex": "V/m", "Ey": "V/m", "Hz": "A/m"}
+    units: ClassVar[dict[str, str]] = {"x": "m", "y": "m", "t": "s", "Ex": "V/m", "Ey": "V/m", "Hz": "A/m"}
     default_preset = "quick"
-    presets = {
+    presets: ClassVar[dict[str, dict]] = {
         # under a minute on 2 CPU cores
         "ci": {
             "network": {"kind": "mlp", "width": 32, "depth": 3},

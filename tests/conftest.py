@@ -40,4 +40,4 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
         if env is None or k not in env:
             full_env.pop(k, None)
     return subprocess.run([sys.executable, "-m", "elecsolver.cli", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, check=False)

@@ -31,7 +31,7 @@ def small_problem(hard_initial: bool = False) -> MaxwellPointSource2D:
 
 def main() -> None:
     out, steps, sizes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-    comm, info, device = init_data_parallel("cpu")
+    comm, info, _ = init_data_parallel("cpu")
     torch.set_num_threads(1)
     trainer = Trainer(small_problem(), comm=comm, shard_sizes=sizes or None, progress=False)
     losses = [trainer.train_step()[0] for _ in range(steps)]

@@ -9,8 +9,8 @@ import meshio
 import numpy as np
 import pytest
 import torch
-
 from conftest import run_cli
+
 from elecsolver.io.hdf5 import read_fields
 
 PROBLEM = "maxwell-point-source-2d"
@@ -76,7 +76,7 @@ def test_xdmf_opens_from_another_directory(run30, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     data = read_fields(out / "fields.h5")
     with meshio.xdmf.TimeSeriesReader(str(out / "fields.xdmf")) as reader:
-        points, cells = reader.read_points_cells()
+        points, _cells = reader.read_points_cells()
         assert reader.num_steps == 41
         assert points.shape[0] == 101 * 101
         for k in range(reader.num_steps):

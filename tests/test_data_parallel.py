@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import free_port
 
 HERE = Path(__file__).resolve().parent

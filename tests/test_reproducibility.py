@@ -37,6 +37,7 @@ def test_same_seed_same_points_and_losses_bitwise():
 
 def test_other_seed_other_points():
     from dp_worker import small_problem
+
     from elecsolver.trainer import Trainer
 
     p1, p2 = small_problem(), small_problem()
