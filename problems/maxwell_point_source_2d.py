@@ -72,14 +72,14 @@ class MaxwellPointSource2D(Problem):
     presets: ClassVar[dict[str, dict]] = {
         # under a minute on 2 CPU cores
         "ci": {
-            "network": {"kind": "mlp", "width": 32, "depth": 3},
-            "sampling": {"interior": 1500, "source": 500, "boundary": 300, "initial": 300,
-                         "resample_every": 50},
-            "training": {"steps": 300, "lr": 2e-3, "log_every": 100, "checkpoint_every": 100},
+            "network": {"width": 48, "depth": 3},
+            "sampling": {"interior": 3000, "source": 800, "boundary": 400, "initial": 400,
+                         "resample_every": 50, "time_ramp": 0.8, "time_ramp_start": 0.3},
+            "training": {"steps": 500, "lr": 4e-3, "log_every": 100, "checkpoint_every": 100},
         },
         # the default: at most 15 minutes on 2 CPU cores
         "quick": {
-            "training": {"steps": 3000},
+            "training": {"steps": 2400},
         },
         # tuned for accuracy on a GPU
         "full": {

@@ -66,6 +66,8 @@ import numpy as np
 from scipy import special
 
 from .fdtd import C0, EPS0, pulse_t0, pulse_tau
+from .fdtd import _check_finite as _finite
+from .fdtd import _check_positive_finite as _positive
 
 __all__ = [
     "gaussian_pulse_spectrum",
@@ -81,26 +83,6 @@ _SPECTRUM_CUTOFF = 1e-16
 # Points closer than this many sigma to the source centre are outside the form-factor validity.
 _MIN_DISTANCE_SIGMAS = 5.0
 _CHUNK = 512
-
-
-def _positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
-
-
-def _finite(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return value
 
 
 def gaussian_pulse_spectrum(omega, frequency: float) -> np.ndarray:
