@@ -143,3 +143,20 @@ def test_output_under_a_regular_file(tmp_path):
     assert (tmp_path / "file").read_text() == "x"
     proc = run_cli("run", PROBLEM, "--steps", "5", "--out", str(tmp_path / "file"))
     assert proc.returncode == 2
+
+
+def test_example_script_takes_the_cli_options(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "maxwell_point_source_2d.py"
+    out = tmp_path / "ex"
+    proc = subprocess.run([sys.executable, str(script), "--preset", "ci", "--steps", "3", "--out", str(out),
+                           "--quiet", "--set", "sampling.interior=200"], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["steps"] == 3 and m["preset"] == "ci"
+    cfg = json.loads(h5py.File(out / "fields.h5", "r").attrs["config"])
+    assert cfg["sampling"]["interior"] == 200

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_cli
 
 # measured on 2 cores: early Ex 0.433, Ey 0.442, Hz 0.954 (ci); Ex 0.244, Ey 0.234, Hz 0.374 (quick).
