@@ -136,9 +136,20 @@ class Problem:
         """Error metrics of ``fields`` against ``reference``."""
         raise NotImplementedError
 
-    def progress_metrics(self, fields: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict:
-        """The (cheap) metrics logged during training; default: all of :meth:`metrics`."""
-        return self.metrics(fields, reference)
+    def progress_metrics(self, fields: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict[str, float]:
+        """The metrics logged during training, flat {label: value}; default: :meth:`metrics` flattened
+        ({"full": {"Ex": e}} becomes {"full_Ex": e})."""
+        flat: dict[str, float] = {}
+
+        def walk(prefix: str, node) -> None:
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    walk(f"{prefix}_{k}" if prefix else str(k), v)
+            else:
+                flat[prefix] = float(node)
+
+        walk("", self.metrics(fields, reference))
+        return flat
 
     def progress_frames(self) -> int | None:
         """Number of leading time frames to evaluate during training (None: all)."""

@@ -206,7 +206,7 @@ class Trainer:
         if self.reference is not None:
             pred = self.predict(self.problem.progress_frames())
             for k, v in self.problem.progress_metrics(pred, self.reference).items():
-                row[f"rel_l2_early_{k}"] = v
+                row[f"rel_l2_{k}"] = v
         self.history.append(row)
         log.info("step %d: %s", self.step, ", ".join(f"{k}={v:.4g}" for k, v in row.items() if k != "step"))
         if self.out_dir is not None:

@@ -349,7 +349,7 @@ class MaxwellPointSource2D(Problem):
 
     def progress_metrics(self, fields, reference) -> dict:
         early = self.config["output"]["early_frames"]
-        return {k: relative_l2(fields[k][:early], reference[k][:early]) for k in self.outputs}
+        return {f"early_{k}": relative_l2(fields[k][:early], reference[k][:early]) for k in self.outputs}
 
     def progress_frames(self) -> int | None:
         return self.config["output"]["early_frames"]

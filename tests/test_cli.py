@@ -160,3 +160,20 @@ def test_example_script_takes_the_cli_options(tmp_path):
     assert m["steps"] == 3 and m["preset"] == "ci"
     cfg = json.loads(h5py.File(out / "fields.h5", "r").attrs["config"])
     assert cfg["sampling"]["interior"] == 200
+
+
+def test_scripted_problem_example_learns_the_cavity_mode(tmp_path):
+    """examples/pec_cavity_te.py (a Problem written from scratch) trains to a small error."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "pec_cavity_te.py"
+    spec = importlib.util.spec_from_file_location("pec_cavity_te", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    metrics = module.main(["--steps", "1500", "--out", str(tmp_path / "cav")])
+    # measured at 1500 steps on 1 core: Ex 0.229, Ey 0.233, Hz 0.177; a zero field scores 1.0
+    for field, err in metrics["rel_l2"]["full"].items():
+        assert err < 0.33, (field, err)
+    assert (tmp_path / "cav" / "fields.xdmf").is_file()
