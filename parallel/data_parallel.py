@@ -64,8 +64,9 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
         return None, info, dev
     store = rendezvous(info)
     backend = "nccl" if dev.type == "cuda" else "gloo"
-    dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.world,
-                            timeout=datetime.timedelta(seconds=timeout_s))
+    kwargs = {"store": store} if store is not None else {"init_method": "env://"}
+    dist.init_process_group(backend, rank=info.rank, world_size=info.world,
+                            timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
     sizes = torch.tensor([info.world, -info.world], dtype=torch.int64, device=dev)
     dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
     if int(sizes[0]) != info.world or int(-sizes[1]) != info.world:

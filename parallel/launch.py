@@ -114,7 +114,9 @@ def _job_id(env: Mapping[str, str]) -> str | None:
 
 
 def rendezvous(info: LaunchInfo, env: Mapping[str, str] | None = None):
-    """A ``torch.distributed`` store for this job (see the module docstring for the order tried).
+    """A ``torch.distributed`` store for this job (see the module docstring for the order tried),
+    or None when MASTER_ADDR/MASTER_PORT are set: then ``env://`` initialisation is used, which also
+    joins torchrun's agent store.
 
     Raises
     ------
@@ -125,7 +127,7 @@ def rendezvous(info: LaunchInfo, env: Mapping[str, str] | None = None):
 
     env = os.environ if env is None else env
     if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
-        return dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), info.world, info.rank == 0)
+        return None
     if info.launcher in ("openmpi", "mpich", "pmix", "slurm"):
         try:
             from mpi4py import MPI
