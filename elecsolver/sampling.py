@@ -28,17 +28,25 @@ class PointCloud:
         float64 [N, d], columns in the problem's input order.
     normals : np.ndarray or None
         float64 [N, s], outward unit normals over the s spatial columns (boundary clouds only).
+    weights : np.ndarray or None
+        float64 [N], optional: the measure (length, area, volume, in the units of ``points``) each
+        point stands for, e.g. measure / N for a uniform cloud; None means equal weights.
     """
 
     points: np.ndarray
     normals: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.points.shape[0]
 
     def subset(self, index: np.ndarray) -> PointCloud:
         """The cloud restricted to rows ``index``."""
-        return PointCloud(self.points[index], None if self.normals is None else self.normals[index])
+        return PointCloud(
+            self.points[index],
+            None if self.normals is None else self.normals[index],
+            None if self.weights is None else self.weights[index],
+        )
 
 
 def derive_seed(seed: int, *keys: object) -> int:
