@@ -8,35 +8,96 @@ kind.  A network is written once for one device; ``parallel/`` transforms it fro
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from .jets import Jet
 
-__all__ = ["ACTIVATIONS", "MLP", "Activation", "InputScaling", "JetLinear", "MultiscaleMLP", "build_network"]
+__all__ = ["ACTIVATIONS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "HardInitialCondition",
+           "InputScaling", "JetLinear", "MultiscaleMLP", "Residual", "build_network"]
+
+
+class ActivationRule(NamedTuple):
+    """An elementwise function with its first and second derivatives (each [...] -> [...])."""
+
+    fn: Callable[[torch.Tensor], torch.Tensor]
+    d1: Callable[[torch.Tensor], torch.Tensor]
+    d2: Callable[[torch.Tensor], torch.Tensor]
 
 
 def _tanh_d1(a: torch.Tensor) -> torch.Tensor:
     return 1.0 - torch.tanh(a) ** 2
 
 
+def _tanh_d2(a: torch.Tensor) -> torch.Tensor:
+    t = torch.tanh(a)
+    return -2.0 * t * (1.0 - t * t)
+
+
+def _silu_d1(a: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(a) * (1 + a * (1 - torch.sigmoid(a)))
+
+
+def _silu_d2(a: torch.Tensor) -> torch.Tensor:
+    s = torch.sigmoid(a)
+    return s * (1 - s) * (2 + a * (1 - 2 * s))
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_d1(a: torch.Tensor) -> torch.Tensor:  # Phi(a) + a phi(a)
+    return 0.5 * (1.0 + torch.erf(a * (1.0 / math.sqrt(2.0)))) + a * torch.exp(-0.5 * a * a) * _INV_SQRT_2PI
+
+
+def _gelu_d2(a: torch.Tensor) -> torch.Tensor:  # phi(a) (2 - a^2)
+    return torch.exp(-0.5 * a * a) * _INV_SQRT_2PI * (2.0 - a * a)
+
+
+def _neg_sin(a: torch.Tensor) -> torch.Tensor:
+    return -torch.sin(a)
+
+
 ACTIVATIONS = {
-    # name: (sigma, sigma')
-    "tanh": (torch.tanh, _tanh_d1),
-    "sin": (torch.sin, torch.cos),
-    "silu": (torch.nn.functional.silu, lambda a: torch.sigmoid(a) * (1 + a * (1 - torch.sigmoid(a)))),
+    # name: (sigma, sigma', sigma'');  gelu is the exact (erf) form, Hendrycks & Gimpel 2016
+    "tanh": ActivationRule(torch.tanh, _tanh_d1, _tanh_d2),
+    "sin": ActivationRule(torch.sin, torch.cos, _neg_sin),
+    "silu": ActivationRule(torch.nn.functional.silu, _silu_d1, _silu_d2),
+    "gelu": ActivationRule(torch.nn.functional.gelu, _gelu_d1, _gelu_d2),
 }
 
 
+def _fused(name: str, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """sigma, sigma', sigma'' at ``a`` sharing intermediate results (second-order jets only)."""
+    if name == "tanh":
+        t = torch.tanh(a)
+        d1 = 1.0 - t * t
+        return t, d1, -2.0 * t * d1
+    if name == "sin":
+        s = torch.sin(a)
+        return s, torch.cos(a), -s
+    if name == "silu":
+        s = torch.sigmoid(a)
+        one_m = 1 - s
+        return a * s, s * (1 + a * one_m), s * one_m * (2 + a * (1 - 2 * s))
+    rule = ACTIVATIONS[name]
+    return rule.fn(a), rule.d1(a), rule.d2(a)
+
+
 class Activation(nn.Module):
-    """Elementwise activation with the chain rule on jets: d sigma(a) = sigma'(a) da.
+    """Elementwise activation with the chain rule on jets:
+    d sigma(a) = sigma'(a) da, and to second order
+    d2 sigma(a)/dx_i dx_j = sigma''(a) a_i a_j + sigma'(a) a_ij,
+    L[sigma(a)] = sigma'(a) L[a] + sigma''(a) sum_k w_k a_k^2 for a summed Laplacian channel
+    (Griewank & Walther 2008, ch. 13; Li et al. 2023, forward Laplacian).
 
     Parameters
     ----------
     name : str
-        One of ``ACTIVATIONS`` ("tanh", "sin", "silu").
+        One of ``ACTIVATIONS`` ("tanh", "sin", "silu", "gelu").
 
     Raises
     ------
@@ -49,13 +110,15 @@ class Activation(nn.Module):
         if name not in ACTIVATIONS:
             raise ValueError(f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}")
         self.name = name
-        self.fn, self.d1 = ACTIVATIONS[name]
+        self.fn, self.d1, self.d2 = ACTIVATIONS[name]
 
     def forward(self, x):
         if isinstance(x, Jet):
-            a = x.data
-            v = self.fn(a[0])
-            return Jet(torch.cat([v.unsqueeze(0), self.d1(a[0]).unsqueeze(0) * a[1:]], dim=0), x.wrt)
+            if not x.second_order:
+                a = x.data
+                v = self.fn(a[0])
+                return x.like(torch.cat([v.unsqueeze(0), self.d1(a[0]).unsqueeze(0) * a[1:]], dim=0))
+            return x.elementwise(*_fused(self.name, x.value))
         return self.fn(x)
 
     def extra_repr(self) -> str:
@@ -63,24 +126,42 @@ class Activation(nn.Module):
 
 
 class JetLinear(nn.Linear):
-    """``nn.Linear`` on jets: all channels through one matmul, the bias on the value channel only."""
+    """``nn.Linear`` on jets: all channels (value, first and second derivatives, summed Laplacian)
+    through one matmul, the bias on the value channel only.
+
+    Shapes: [N, in] -> [N, out]; jets [1+K+P+L, N, in] -> [1+K+P+L, N, out].
+    """
 
     def forward(self, x):
         if isinstance(x, Jet):
-            out = torch.matmul(x.data, self.weight.t())  # [1 + K, N, out]
+            out = torch.matmul(x.channels, self.weight.t())  # [1 + K + P + L, N, out]
             if self.bias is not None:
-                out = torch.cat([(out[0] + self.bias).unsqueeze(0), out[1:]], dim=0)
-            return Jet(out, x.wrt)
+                if x.second_order:  # split: a cheaper backward than slicing for many channels
+                    v, rest = torch.split(out, [1, out.shape[0] - 1], dim=0)
+                    out = torch.cat([v + self.bias, rest], dim=0)
+                else:
+                    out = torch.cat([(out[0] + self.bias).unsqueeze(0), out[1:]], dim=0)
+            return x.like(out)
         return super().forward(x)
 
 
 class InputScaling(nn.Module):
     """Affine input map x' = (x - centre) / half_width, so that every input spans [-1, 1].
 
+    On jets every derivative channel of input column m is multiplied by inv_m = 1 / half_width_m
+    (the map is affine), so that the network's second derivatives along the original inputs come
+    out scaled by inv_i inv_j and a summed Laplacian sum_k w_k d2/dx_k^2 by w_k inv_k^2 per
+    direction, with nothing special to do.
+
     Parameters
     ----------
     lower, upper : sequence of float
         The box the inputs live in, one entry per input column (nondimensional units).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or upper <= lower in some column.
     """
 
     def __init__(self, lower: Sequence[float], upper: Sequence[float]):
@@ -94,10 +175,10 @@ class InputScaling(nn.Module):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            d = x.data
+            d = x.channels
             inv = self.inv_half.to(d.dtype)
             v = (d[0] - self.centre.to(d.dtype)) * inv
-            return Jet(torch.cat([v.unsqueeze(0), d[1:] * inv], dim=0), x.wrt)
+            return x.like(torch.cat([v.unsqueeze(0), d[1:] * inv], dim=0))
         return (x - self.centre.to(x.dtype)) * self.inv_half.to(x.dtype)
 
 
@@ -111,7 +192,7 @@ class MLP(nn.Module):
     width, depth : int
         Hidden width and number of hidden layers (>= 1).
     activation : str
-        "tanh", "sin" or "silu".
+        "tanh", "sin", "silu" or "gelu".
     first_omega : float
         For "sin", the frequency factor of the first layer (SIREN, Sitzmann et al. 2020, sec. 3.2);
         hidden layers use the SIREN uniform initialisation. Ignored for other activations, which use
@@ -120,7 +201,7 @@ class MLP(nn.Module):
         Factor on the output layer's initial weights (its bias starts at zero), so that the
         initial fields are small compared with O(1) nondimensional fields.
 
-    Shapes: [N, in_features] -> [N, out_features]; jets [1+K, N, in] -> [1+K, N, out].
+    Shapes: [N, in_features] -> [N, out_features]; jets [1+K+P+L, N, in] -> [1+K+P+L, N, out].
     """
 
     def __init__(self, in_features: int, out_features: int, width: int = 64, depth: int = 4,
@@ -184,11 +265,90 @@ class MultiscaleMLP(nn.Module):
         outs = []
         for a, net in zip(self.factors, self.nets):
             if isinstance(x, Jet):
-                outs.append(net(Jet(x.data * a.to(x.data.dtype), x.wrt)).data)
+                outs.append(net(x.like(x.channels * a.to(x.channels.dtype))).channels)
             else:
                 outs.append(net(x * a.to(x.dtype)))
         total = torch.stack(outs).sum(0)
-        return Jet(total, x.wrt) if isinstance(x, Jet) else total
+        return x.like(total) if isinstance(x, Jet) else total
+
+
+class FourierFeatures(nn.Module):
+    """Fixed Fourier feature map x -> [sin(B x), cos(B x)] (Tancik et al., NeurIPS 2020; Wang, Wang &
+    Perdikaris, CMAME 384 (2021) 113938 for PINNs), on jets by the chain rule to second order.
+
+    Parameters
+    ----------
+    in_features : int
+        Input dimension d.
+    n_frequencies : int
+        Number m of rows of B; the output has 2 m features.
+    scale : float
+        B has i.i.d. N(0, scale^2) entries, drawn from the global torch generator (seed it first).
+    matrix : torch.Tensor, optional
+        A given B of shape [m, d] instead of a random one (``n_frequencies`` and ``scale`` are then
+        ignored).
+
+    Shapes: [N, d] -> [N, 2m]; jets [1+K+P+L, N, d] -> [1+K+P+L, N, 2m].  B is a buffer (not trained).
+
+    Raises
+    ------
+    ValueError
+        If ``matrix`` is not [m, in_features], or m < 1, or scale <= 0.
+    """
+
+    def __init__(self, in_features: int, n_frequencies: int = 16, scale: float = 1.0,
+                 matrix: torch.Tensor | None = None):
+        super().__init__()
+        if matrix is None:
+            if n_frequencies < 1 or not scale > 0:
+                raise ValueError(f"Fourier features need n_frequencies >= 1 and scale > 0, "
+                                 f"got {n_frequencies} and {scale}")
+            b = torch.randn(n_frequencies, in_features) * float(scale)
+        else:
+            b = torch.as_tensor(matrix).detach().clone()
+            if b.dim() != 2 or b.shape[1] != in_features or b.shape[0] < 1:
+                raise ValueError(f"the Fourier matrix B must have shape [m, {in_features}], got {tuple(b.shape)}")
+        self.register_buffer("B", b.to(torch.get_default_dtype()))
+
+    def forward(self, x):
+        if isinstance(x, Jet):
+            z = torch.matmul(x.channels, self.B.to(x.channels.dtype).t())  # [C, N, m]
+            zz = x.like(torch.cat([z, z], dim=-1))
+            s, c = torch.sin(z[0]), torch.cos(z[0])
+            s0 = torch.cat([s, c], dim=-1)
+            s1 = torch.cat([c, -s], dim=-1)
+            return zz.elementwise(s0, s1, -s0)
+        z = x @ self.B.to(x.dtype).t()
+        return torch.cat([torch.sin(z), torch.cos(z)], dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.B.shape[1]}, out_features={2 * self.B.shape[0]}"
+
+
+class Residual(nn.Module):
+    """Residual connection y = x + body(x) (He et al., CVPR 2016); on jets every channel adds.
+
+    Parameters
+    ----------
+    body : nn.Module
+        Maps [N, c] to [N, c] (and jets to jets with the same derivatives).
+
+    Raises
+    ------
+    ValueError
+        At call time, if the body changes the number of features.
+    """
+
+    def __init__(self, body: nn.Module):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        y = self.body(x)
+        xs, ys = (x.channels, y.channels) if isinstance(x, Jet) else (x, y)
+        if xs.shape[-1] != ys.shape[-1]:
+            raise ValueError(f"a residual block needs body output width {xs.shape[-1]}, got {ys.shape[-1]}")
+        return x + y
 
 
 def build_network(kind: str, in_features: int, out_features: int, lower: Sequence[float],
@@ -215,7 +375,8 @@ class HardInitialCondition(nn.Module):
     """Output transform u(x, t) = ((t - t_start) / span) * N(x, t), so that u = 0 at t = t_start exactly.
 
     A hard constraint as an output transform (Lagaris, Likas & Fotiadis, IEEE Trans. Neural Netw. 9
-    (1998) 987; Lu et al., SIAM J. Sci. Comput. 43 (2021) B1105), on jets by the product rule.
+    (1998) 987; Lu et al., SIAM J. Sci. Comput. 43 (2021) B1105), on jets by the product rule
+    (to second order for second-order jets, :meth:`Jet.__mul__`).
 
     Parameters
     ----------
@@ -237,7 +398,7 @@ class HardInitialCondition(nn.Module):
     def forward(self, x):
         out = self.net(x)
         if isinstance(x, Jet):
-            tj = x.data[:, :, self.t_column : self.t_column + 1]  # [1+K, N, 1]
+            tj = x.channels[:, :, self.t_column : self.t_column + 1]  # [1+K+P+L, N, 1]
             phi = torch.cat([((tj[0] - self.t_start) / self.span).unsqueeze(0), tj[1:] / self.span], dim=0)
-            return Jet(phi, x.wrt) * out
+            return x.like(phi) * out
         return out * ((x[:, self.t_column : self.t_column + 1] - self.t_start) / self.span)
