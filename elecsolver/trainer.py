@@ -2,10 +2,19 @@
 
 The loss of constraint c on rank r is
 
-    L_c^r = w_c * sum_{i in shard r} |res_c(x_i)|^2 / N_c        (N_c = global point count)
+    L_c^r = lambda_c * sum_{i in shard r} w_i |res_c(x_i)|^2 / sum_{i in all shards} w_i
 
-so that summing over ranks gives the single-process mean exactly; gradients are all-reduced by SUM
-(shared/DESIGN.md, "The data path").  A rank holding no point of a constraint contributes zeros,
+with w_i the measure point i stands for (w_i = 1 for a cloud without weights, which gives the local
+sum over the global count N_c), so that summing over ranks gives the single-process loss exactly;
+gradients are all-reduced by SUM (shared/DESIGN.md, "The data path").  Every rank draws the global
+cloud from the seed, so the denominators need no communication.
+
+Residual-based adaptive refinement (RAR; Lu, Meng, Mao & Karniadakis, SIAM Rev. 63 (2021) 208,
+sec. 2.8) is optional: every ``sampling.rar_every`` steps a candidate pool of ``sampling.rar_pool``
+points is drawn for each constraint in ``sampling.rar_constraints``, its residuals are computed
+shard by shard and summed over ranks, and the ``sampling.rar_add`` points of largest residual (ties
+broken by index, so every rank picks the same) join that constraint for the rest of the run.  They
+are resharded with the cloud and kept in checkpoints.  A rank holding no point of a constraint contributes zeros,
 and parameters it does not touch get zero gradients before the reduction, so every rank takes the
 same optimizer step.
 """
@@ -19,6 +28,7 @@ import os
 import random
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +37,8 @@ import torch
 from . import __version__
 from .comm import Communicator, SingleProcess
 from .operators import evaluate
-from .problem import Problem
+from .problem import Constraint, Problem
+from .sampling import PointCloud, derive_seed
 from .sharding import shard_indices
 
 __all__ = ["ResumeError", "Trainer"]
@@ -88,8 +99,18 @@ class Trainer:
         self.history: list[dict] = []
         self._round = None
         self._batches: list = []
+        self.added: dict[str, PointCloud] = {}  # RAR points per constraint, kept across rounds
 
     # points ---------------------------------------------------------------------------------
+    def _local(self, cloud: PointCloud, sizes=None) -> tuple[np.ndarray, PointCloud]:
+        """This rank's spatial shard of a global cloud: (indices, sub-cloud)."""
+        spatial = cloud.points[:, : max(1, cloud.points.shape[1] - 1)]
+        idx = shard_indices(spatial, self.comm.rank, self.comm.world, sizes)
+        return idx, cloud.subset(idx)
+
+    def _tensor(self, a: np.ndarray | None) -> torch.Tensor | None:
+        return None if a is None else torch.as_tensor(a, dtype=self.dtype, device=self.device)
+
     def _points_for_round(self, round_: int) -> None:
         """Sample every constraint's global cloud for this resampling round and keep this rank's shard."""
         self._batches = []
@@ -97,19 +118,18 @@ class Trainer:
         for c in self.constraints:
             start = round_ * self.problem.config["sampling"]["resample_every"]
             cloud = c.sample(seed * 1_000_003 + round_, start / self.cfg["steps"])
-            spatial = cloud.points[:, : max(1, cloud.points.shape[1] - 1)]
-            idx = shard_indices(spatial, self.comm.rank, self.comm.world, self.shard_sizes.get(c.name))
-            local = cloud.subset(idx)
-            pts = torch.as_tensor(local.points, dtype=self.dtype, device=self.device)
-            nrm = None if local.normals is None else torch.as_tensor(local.normals, dtype=self.dtype,
-                                                                      device=self.device)
-            self._batches.append((c, pts, nrm, len(cloud)))
+            if c.name in self.added:
+                cloud = _concat(cloud, self.added[c.name])
+            _, local = self._local(cloud, self.shard_sizes.get(c.name))
+            denom = float(len(cloud)) if cloud.weights is None else float(np.sum(cloud.weights))
+            self._batches.append(_Batch(c, self._tensor(local.points), self._tensor(local.normals),
+                                        self._tensor(local.weights), len(cloud), denom))
         self._round = round_
 
     def points(self) -> list[tuple[str, torch.Tensor, int]]:
         """This rank's points per constraint: (name, local points [n, d], global count)."""
         self._ensure_points()
-        return [(c.name, p, n) for c, p, _, n in self._batches]
+        return [(b.constraint.name, b.points, b.n_global) for b in self._batches]
 
     def _ensure_points(self) -> None:
         round_ = self.step // self.problem.config["sampling"]["resample_every"]
@@ -121,15 +141,45 @@ class Trainer:
         """This rank's share of every weighted loss term, [n_constraints] (sums to the loss over ranks)."""
         self._ensure_points()
         terms = []
-        method = self.cfg["derivatives"]
-        for c, pts, nrm, n_global in self._batches:
-            if pts.shape[0] == 0:
+        for b in self._batches:
+            if b.points.shape[0] == 0:
                 terms.append(sum(p.sum() for p in self.params) * 0.0)
                 continue
-            f = evaluate(self.model, pts, self.problem.inputs, self.problem.outputs, c.wrt, method=method)
-            r = c.residual(f, pts, nrm)
-            terms.append(c.weight * (r**2).sum() / max(n_global, 1))
+            sq = self._residual(b.constraint, b.points, b.normals).pow(2).sum(1)
+            if b.weights is not None:
+                sq = sq * b.weights
+            terms.append(b.constraint.weight * sq.sum() / max(b.denom, 1e-300))
         return torch.stack(terms)
+
+    def _residual(self, c: Constraint, pts: torch.Tensor, nrm: torch.Tensor | None) -> torch.Tensor:
+        f = evaluate(self.model, pts, self.problem.inputs, self.problem.outputs, c.wrt,
+                     method=self.cfg["derivatives"])
+        return c.residual(f, pts, nrm)
+
+    # adaptive refinement --------------------------------------------------------------------------
+    def refine(self) -> dict[str, int]:
+        """One RAR round (see the module docstring); returns the points added per constraint."""
+        smp = self.problem.config["sampling"]
+        added = {}
+        for i, c in enumerate(self.constraints):
+            if c.name not in smp.get("rar_constraints", ()):
+                continue
+            pool = c.sample(derive_seed(self.cfg["seed"], "rar", c.name, self.step), self.step / self.cfg["steps"])
+            idx, local = self._local(pool)
+            score = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
+            if len(idx):
+                r = self._residual(c, self._tensor(local.points), self._tensor(local.normals)).detach()
+                score[torch.as_tensor(idx, device=self.device)] = r.pow(2).sum(1).double()
+            self.comm.all_reduce_sum_(score)
+            order = np.argsort(-score.cpu().numpy(), kind="stable")[: smp["rar_add"]]
+            new = pool.subset(np.sort(order))
+            if new.weights is not None:  # added points stand for the mean measure of a pool point
+                new.weights = np.full(len(new), float(np.mean(pool.weights)))
+            self.added[c.name] = _concat(self.added[c.name], new) if c.name in self.added else new
+            added[c.name] = len(new)
+        self._round = None  # reshard with the new points
+        log.info("step %d: adaptive refinement added %s", self.step, added)
+        return added
 
     def train_step(self) -> tuple[float, list[float]]:
         """One optimizer step; returns the global loss and its terms (equal on every rank)."""
@@ -140,7 +190,7 @@ class Trainer:
         self.optimizer.step()
         self.scheduler.step()
         reduced = self.comm.all_reduce_sum_(terms.detach().clone())
-        self.points_processed += sum(n for *_, n in self._batches)
+        self.points_processed += sum(b.n_global for b in self._batches)
         self.step += 1
         values = reduced.tolist()
         return float(sum(values)), values
@@ -182,6 +232,9 @@ class Trainer:
             while self.step < end:
                 t0 = time.perf_counter()
                 loss, terms = self.train_step()
+                rar_every = self.problem.config["sampling"].get("rar_every", 0)
+                if rar_every and self.step % rar_every == 0 and self.step < total:
+                    self.refine()
                 self.wall_s += time.perf_counter() - t0
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the loss became {loss} at step {self.step}; lower training.lr")
@@ -235,6 +288,7 @@ class Trainer:
             "points_processed": self.points_processed,
             "history": self.history,
             "sampling_round": self._round,
+            "rar_points": {k: (v.points, v.normals, v.weights) for k, v in self.added.items()},
         }
 
     def save_checkpoint(self) -> None:
@@ -279,7 +333,28 @@ class Trainer:
         random.setstate(state["python_rng"])
         self.step, self.wall_s = state["step"], state["wall_s"]
         self.points_processed, self.history = state["points_processed"], state["history"]
+        self.added = {k: PointCloud(*v) for k, v in state["rar_points"].items()}
         self._round = None
+
+
+@dataclass
+class _Batch:
+    """This rank's share of one constraint for the current sampling round."""
+
+    constraint: Constraint
+    points: torch.Tensor            # [n, d]
+    normals: torch.Tensor | None    # [n, s]
+    weights: torch.Tensor | None    # [n]
+    n_global: int                   # points over all ranks
+    denom: float                    # sum of weights over all ranks
+
+
+def _concat(a: PointCloud, b: PointCloud) -> PointCloud:
+    """Rows of ``a`` then ``b`` (normals and weights must be present in both or neither)."""
+    def cat(x, y):
+        return None if x is None or y is None else np.concatenate([x, y])
+
+    return PointCloud(np.concatenate([a.points, b.points]), cat(a.normals, b.normals), cat(a.weights, b.weights))
 
 
 def _diff_keys(a, b, prefix: str = "") -> list[str]:

@@ -102,7 +102,8 @@ class MaxwellPointSource2D(Problem):
                         "near_field": True, "near_field_radius": 0.05},
             "sampling": {"method": "sobol", "interior": 8192, "source": 2048, "source_radius": 5.0,
                          "boundary": 1024, "initial": 1024, "resample_every": 100,
-                         "time_ramp": 0.5, "time_ramp_start": 0.4},
+                         "time_ramp": 0.5, "time_ramp_start": 0.4,
+                         "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"]},
             "loss": {"pde": 1.0, "source": 1.0, "boundary": 1.0, "initial": 10.0},
             "training": {"steps": 3000, "seed": 0, "dtype": "float32", "lr": 1e-3, "lr_final": 1e-4,
                          "log_every": 250, "checkpoint_every": 500, "derivatives": "jet"},
@@ -132,6 +133,13 @@ class MaxwellPointSource2D(Problem):
             raise ConfigError(f"absorbing.padding must be >= 0 m, got {c['absorbing']['padding']}")
         if not (c["sampling"]["time_ramp"] >= 0 and 0 < c["sampling"]["time_ramp_start"] <= 1):
             raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
+        smp = c["sampling"]
+        if smp["rar_every"] < 0 or smp["rar_pool"] < 1 or smp["rar_add"] < 0:
+            raise ConfigError("sampling.rar_every and sampling.rar_add must be >= 0, sampling.rar_pool >= 1")
+        unknown = sorted(set(smp["rar_constraints"]) - {"pde", "source", "boundary", "initial"})
+        if unknown:
+            raise ConfigError(f"sampling.rar_constraints names unknown constraints {unknown}; "
+                              "choose from pde, source, boundary, initial")
         for key in ("interior", "source", "boundary", "initial", "resample_every"):
             if c["sampling"][key] < (1 if key == "resample_every" else 0):
                 raise ConfigError(f"sampling.{key} must be >= {1 if key == 'resample_every' else 0}")

@@ -1,6 +1,8 @@
 """One rank of the data-parallel equality tests (run as a subprocess by test_data_parallel.py).
 
-Usage: python dp_worker.py OUT.npz STEPS SHARD_SIZES_JSON
+Usage: python dp_worker.py OUT.npz STEPS SHARD_SIZES_JSON [OPTIONS_JSON]
+OPTIONS_JSON: {"rar": true} turns on adaptive refinement every 2 steps; {"weights": true} gives the
+interior points unequal weights (the measure each stands for).
 Rank and world come from torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
 none: one process.  Rank 0 saves the loss curve and the final parameters.
 """
@@ -19,22 +21,36 @@ from problems.maxwell_point_source_2d import MaxwellPointSource2D
 SMALL = {
     "network": {"kind": "multiscale", "width": 16, "depth": 2, "scales": [1.0, 4.0]},
     "sampling": {"interior": 97, "source": 31, "boundary": 23, "initial": 13, "resample_every": 3},
-    "training": {"dtype": "float64", "lr": 1e-3, "seed": 3, "log_every": 1000, "checkpoint_every": 1000},
+    "training": {"dtype": "float64", "lr": 1e-3, "seed": 3, "log_every": 1, "checkpoint_every": 1000},
 }
 
 
-def small_problem(hard_initial: bool = False) -> MaxwellPointSource2D:
+def small_problem(hard_initial: bool = False, rar: bool = False, weights: bool = False) -> MaxwellPointSource2D:
     cfg = merge(MaxwellPointSource2D.preset_config("ci"), SMALL)
     cfg["network"]["hard_initial"] = hard_initial
-    return MaxwellPointSource2D(cfg)
+    if rar:
+        cfg["sampling"].update(rar_every=2, rar_pool=41, rar_add=7, rar_constraints=["pde", "boundary"])
+    problem = MaxwellPointSource2D(cfg)
+    if weights:
+        plain = problem._sample_interior
+
+        def weighted(n, seed, progress=1.0):
+            cloud = plain(n, seed, progress)
+            cloud.weights = 0.5 + cloud.points[:, 0] ** 2  # any positive measure per point
+            return cloud
+
+        problem._sample_interior = weighted
+    return problem
 
 
 def main() -> None:
     out, steps, sizes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+    options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     comm, info, _ = init_data_parallel("cpu")
     torch.set_num_threads(1)
-    trainer = Trainer(small_problem(), comm=comm, shard_sizes=sizes or None, progress=False)
-    losses = [trainer.train_step()[0] for _ in range(steps)]
+    trainer = Trainer(small_problem(**options), comm=comm, shard_sizes=sizes or None, progress=False)
+    trainer.train(stop_after=steps)  # the loop of a real run (adaptive refinement included)
+    losses = [row["loss"] for row in trainer.history]
     local = {name: int(p.shape[0]) for name, p, _ in trainer.points()}
     if info.rank == 0:
         params = torch.cat([p.detach().reshape(-1) for p in trainer.model.parameters()]).numpy()

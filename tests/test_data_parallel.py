@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 STEPS = 5
 
 
-def _run(tmp_path: Path, world: int, sizes: dict, tag: str) -> dict:
+def _run(tmp_path: Path, world: int, sizes: dict, tag: str, options: dict | None = None) -> dict:
     out = tmp_path / f"{tag}.npz"
     port = free_port()
     procs = []
@@ -30,7 +30,7 @@ def _run(tmp_path: Path, world: int, sizes: dict, tag: str) -> dict:
             env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         procs.append(subprocess.Popen([sys.executable, str(HERE / "dp_worker.py"), str(out), str(STEPS),
-                                       json.dumps(sizes)], env=env, stdout=subprocess.PIPE,
+                                       json.dumps(sizes), json.dumps(options or {})], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     for p in procs:
         text, _ = p.communicate(timeout=300)
@@ -67,3 +67,14 @@ def test_training_changes_parameters(single, tmp_path):
     """The equality above is not vacuous: another seed's loss curve differs at the 1e-3 level."""
     assert single["losses"][0] != single["losses"][-1]
     assert abs(single["losses"][-1] - single["losses"][0]) / abs(single["losses"][0]) > 1e-4
+
+
+@pytest.mark.parametrize("options", [{"rar": True}, {"weights": True}], ids=["adaptive-refinement", "weighted"])
+def test_two_ranks_equal_one_process_with_rar_and_weights(tmp_path, options):
+    """Adaptive refinement picks the global top-k on every rank; weighted losses use global sums."""
+    one = _run(tmp_path, 1, {}, "one", options)
+    two = _run(tmp_path, 2, {}, "two", options)
+    assert _rel(two["losses"], one["losses"]) < 1e-10
+    assert _rel(two["params"], one["params"]) < 1e-10
+    plain = _run(tmp_path, 1, {}, "plain")  # and the option changed the run
+    assert _rel(one["losses"], plain["losses"]) > 1e-6
