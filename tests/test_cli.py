@@ -92,13 +92,16 @@ def _params(path):
 
 def test_resume_gives_the_uninterrupted_parameters(tmp_path):
     common = ["run", PROBLEM, "--preset", "ci", "--steps", "20", "--quiet",
-              "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=4"]
+              "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=4",
+              # adaptive refinement at steps 5, 10, 15: the one at the interruption must survive it
+              "--set", "sampling.rar_every=5", "--set", "sampling.rar_pool=400", "--set", "sampling.rar_add=40"]
     a, b = tmp_path / "straight", tmp_path / "resumed"
     assert run_cli(*common, "--out", str(a)).returncode == 0
     first = run_cli(*common, "--out", str(b), "--stop-after", "10")
     assert first.returncode == 0, first.stderr
     assert not (b / "fields.h5").exists()
-    assert torch.load(b / "checkpoint.pt", weights_only=False)["step"] == 10
+    state = torch.load(b / "checkpoint.pt", weights_only=False)
+    assert state["step"] == 10 and len(state["rar_points"]["pde"][0]) == 80
     second = run_cli(*common, "--out", str(b), "--resume")
     assert second.returncode == 0, second.stderr
     assert torch.equal(_params(a / "checkpoint.pt"), _params(b / "checkpoint.pt"))
