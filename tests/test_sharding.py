@@ -27,12 +27,22 @@ def test_parts_are_spatially_compact():
         assert np.prod(extent) < 0.3
 
 
-def test_weighted_loss_from_parts_equals_whole():
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_weighted_loss_from_parts_equals_whole(parts):
+    """sum over parts of (local sum of w r^2) / (global sum of w) equals the whole cloud's loss."""
     rng = np.random.default_rng(2)
-    pts, res = rng.random((513, 3)), rng.normal(size=513)
-    whole = np.sum(res**2) / len(res)
-    parts = sum(np.sum(res[i] ** 2) / len(res) for i in partition(pts[:, :2], balanced_sizes(513, 3)))
-    assert abs(parts - whole) / whole < 1e-12
+    pts, res, w = rng.random((513, 3)), rng.normal(size=513), rng.random(513) + 0.1
+    whole = np.sum(w * res**2) / np.sum(w)
+    total_w = np.sum(w)
+    assembled = sum(np.sum(w[i] * res[i] ** 2) / total_w for i in partition(pts[:, :2], balanced_sizes(513, parts)))
+    assert abs(assembled - whole) / whole < 1e-12
+
+
+def test_partition_is_deterministic():
+    pts = np.random.default_rng(3).random((999, 2))
+    a = partition(pts, balanced_sizes(999, 4))
+    b = partition(pts.copy(), balanced_sizes(999, 4))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def test_bad_sizes():
