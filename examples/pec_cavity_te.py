@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -38,8 +39,8 @@ class PecCavityTE(Problem):
     name = "pec-cavity-te"
     inputs = ("x", "y", "t")
     outputs = ("Ex", "Ey", "Hz")
-    units = {"x": "m", "y": "m", "t": "s", "Ex": "V/m", "Ey": "V/m", "Hz": "A/m"}
-    presets = {"default": {}}
+    units: ClassVar[dict[str, str]] = {"x": "m", "y": "m", "t": "s", "Ex": "V/m", "Ey": "V/m", "Hz": "A/m"}
+    presets: ClassVar[dict[str, dict]] = {"default": {}}
     default_preset = "default"
 
     @classmethod

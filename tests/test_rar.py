@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from dp_worker import small_problem
+
 from elecsolver.sampling import derive_seed
 from elecsolver.trainer import Trainer
 
