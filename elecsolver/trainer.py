@@ -225,9 +225,14 @@ class Trainer:
         end = total if stop_after is None else min(stop_after, total)
         bar = None
         if self.progress and self.comm.rank == 0 and self.step < end:
+            import sys
+
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=total, initial=self.step, desc=self.problem.name, unit="step", dynamic_ncols=True)
+            # a terminal gets a live bar; a log file gets an update every 30 s, not every step
+            interval = 0.1 if sys.stderr.isatty() else 30.0
+            bar = tqdm(total=total, initial=self.step, desc=self.problem.name, unit="step", dynamic_ncols=True,
+                       mininterval=interval, maxinterval=max(10.0, interval))
         try:
             while self.step < end:
                 t0 = time.perf_counter()
