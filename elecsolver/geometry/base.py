@@ -75,12 +75,14 @@ def check_count(n) -> int:
 
 
 def check_method(method: str, allowed: tuple[str, ...], where: str) -> str:
+    """Return ``method`` if it is one of ``allowed``; else raise ValueError naming the choices."""
     if method not in allowed:
         raise ValueError(f"unknown {where} sampling method {method!r}; choose one of {allowed}")
     return method
 
 
 def check_dtype(dtype) -> np.dtype:
+    """``np.dtype(dtype)`` if it is float32 or float64; else raise ValueError."""
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dt}")
@@ -95,6 +97,7 @@ def unit_normals(normals: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def check_finite(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array; raise ValueError naming ``name`` if any entry is not finite."""
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
