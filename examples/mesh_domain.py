@@ -31,8 +31,8 @@ import torch
 
 from elecsolver.geometry import MeshDomain, TimeDomain
 from elecsolver.io.mesh_output import write_mesh_fields
-from elecsolver.problem import Constraint, relative_l2
-from elecsolver.sampling import PointCloud, derive_seed
+from elecsolver.problem import relative_l2
+from elecsolver.sampling import PointCloud
 from elecsolver.trainer import Trainer
 
 HERE = Path(__file__).resolve().parent
@@ -94,14 +94,6 @@ class MeshCavityTE(PecCavityTE):
     def _initial(self, seed, progress=1.0):
         s = self.config["sampling"]
         return PointCloud(self.space_time.sample_initial(s["initial"], s["method"], seed).points)
-
-    def constraints(self):
-        def seeded(fn, label):
-            return lambda seed, progress=1.0: fn(derive_seed(seed, label), progress)
-
-        return [Constraint("pde", seeded(self._interior, "pde"), self.maxwell, ("x", "y", "t")),
-                Constraint("wall", seeded(self._walls, "wall"), self.pec, (), 10.0),
-                Constraint("initial", seeded(self._initial, "initial"), self.initial, (), 10.0)]
 
     # evaluation on the mesh nodes ------------------------------------------------------------
     def node_times(self) -> np.ndarray:
