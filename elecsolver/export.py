@@ -72,7 +72,7 @@ def export_run(trainer: Trainer, reference: dict[str, np.ndarray], out_dir: str 
     write_fields(out / "fields.h5", coords=coords, fields=fields, reference=reference, units=problem.units,
                  attrs={"problem": problem.name, "config": problem.config, "scales": problem.scales(),
                         "metrics": metrics})
-    write_snapshots(out, x=coords["x"], y=coords["y"], t=coords["t"], fields=fields, reference=reference,
+    write_snapshots(out, x=coords["x"], y=coords["y"], t=coords.get("t"), fields=fields, reference=reference,
                     units=problem.units)
     write_json_atomic(out / "metrics.json", metrics)
     log.info("wrote %s", ", ".join(str(out / n) for n in ("fields.h5", "fields.xdmf", "metrics.json")))

@@ -167,7 +167,7 @@ class JetSpec:
         torch.Tensor
             Shape [P + L, N, c'].
         """
-        ii, jj, lk, w = self._tensors(u1.device, u1.dtype)
+        ii, jj, _, _ = self._tensors(u1.device, u1.dtype)
         parts = []
         if self.p:
             if v1 is None:
@@ -176,12 +176,15 @@ class JetSpec:
                 parts.append(u1.index_select(0, ii) * v1.index_select(0, jj)
                              + u1.index_select(0, jj) * v1.index_select(0, ii))
         if self.has_lap:
-            a = u1 if lk is None else u1.index_select(0, lk)
-            if v1 is None:
-                sq = a * a
-            else:
-                sq = 2.0 * (a * (v1 if lk is None else v1.index_select(0, lk)))
-            parts.append(torch.tensordot(w, sq, dims=([0], [0])).unsqueeze(0))
+            # an unrolled weighted sum over the (few) Laplacian directions: elementwise work that a
+            # compiler fuses with its neighbours (a tensordot would be a separate tiny matmul)
+            acc = None
+            for kk, wk in zip(self._lk, self._wvec):
+                b = v1[kk] if v1 is not None else u1[kk]
+                term = u1[kk] * b
+                term = term if wk == 1.0 else wk * term
+                acc = term if acc is None else acc + term
+            parts.append((acc if v1 is None else 2.0 * acc).unsqueeze(0))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
 
     def __repr__(self) -> str:

@@ -16,7 +16,8 @@ from torch import nn
 
 from .jets import Jet
 
-__all__ = ["ACTIVATIONS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "HardInitialCondition",
+__all__ = ["ACTIVATIONS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "HardDirichlet",
+           "HardInitialCondition",
            "InputScaling", "JetLinear", "MultiscaleMLP", "Residual", "build_network"]
 
 
@@ -194,29 +195,41 @@ class MLP(nn.Module):
     activation : str
         "tanh", "sin", "silu" or "gelu".
     first_omega : float
-        For "sin", the frequency factor of the first layer (SIREN, Sitzmann et al. 2020, sec. 3.2);
-        hidden layers use the SIREN uniform initialisation. Ignored for other activations, which use
-        Glorot (Xavier) uniform weights and zero biases.
+        For "sin" with the SIREN initialisation, the frequency factor of the first layer
+        (Sitzmann et al. 2020, sec. 3.2).
     output_gain : float
         Factor on the output layer's initial weights (its bias starts at zero), so that the
         initial fields are small compared with O(1) nondimensional fields.
+    init : {"auto", "glorot", "siren"}
+        Weight initialisation: "glorot" is Glorot (Xavier) uniform weights and zero biases
+        (Glorot & Bengio, AISTATS 2010), "siren" the SIREN uniform scheme; "auto" (default)
+        picks "siren" for "sin" and "glorot" otherwise.
+
+    Raises
+    ------
+    ValueError
+        For width or depth < 1, or an unknown ``init``.
 
     Shapes: [N, in_features] -> [N, out_features]; jets [1+K+P+L, N, in] -> [1+K+P+L, N, out].
     """
 
     def __init__(self, in_features: int, out_features: int, width: int = 64, depth: int = 4,
-                 activation: str = "tanh", first_omega: float = 1.0, output_gain: float = 0.1):
+                 activation: str = "tanh", first_omega: float = 1.0, output_gain: float = 0.1,
+                 init: str = "auto"):
         super().__init__()
         if width < 1 or depth < 1:
             raise ValueError(f"width and depth must be >= 1, got width={width}, depth={depth}")
+        if init not in ("auto", "glorot", "siren"):
+            raise ValueError(f"unknown init {init!r}; choose 'auto', 'glorot' or 'siren'")
+        scheme = ("siren" if activation == "sin" else "glorot") if init == "auto" else init
         layers: list[nn.Module] = []
         dims = [in_features] + [width] * depth
         for i in range(depth):
             lin = JetLinear(dims[i], dims[i + 1])
-            self._init(lin, activation, first=(i == 0), omega=first_omega)
+            self._init(lin, scheme, first=(i == 0), omega=first_omega)
             layers += [lin, Activation(activation)]
         out = JetLinear(width, out_features)
-        self._init(out, activation, first=False, omega=first_omega)
+        self._init(out, scheme, first=False, omega=first_omega)
         with torch.no_grad():  # start near zero fields: a small output layer (zero bias)
             out.weight.mul_(output_gain)
             out.bias.zero_()
@@ -224,9 +237,9 @@ class MLP(nn.Module):
         self.layers = nn.Sequential(*layers)
 
     @staticmethod
-    def _init(lin: nn.Linear, activation: str, first: bool, omega: float) -> None:
+    def _init(lin: nn.Linear, scheme: str, first: bool, omega: float) -> None:
         with torch.no_grad():
-            if activation == "sin":
+            if scheme == "siren":
                 # SIREN: first layer U(-omega/n, omega/n), later layers U(-sqrt(6/n), sqrt(6/n))
                 bound = omega / lin.in_features if first else math.sqrt(6.0 / lin.in_features)
                 lin.weight.uniform_(-bound, bound)
@@ -252,13 +265,13 @@ class MultiscaleMLP(nn.Module):
 
     def __init__(self, in_features: int, out_features: int, width: int = 64, depth: int = 4,
                  activation: str = "tanh", scales: Sequence[float] = (1.0, 2.0, 4.0), first_omega: float = 1.0,
-                 output_gain: float = 0.1):
+                 output_gain: float = 0.1, init: str = "auto"):
         super().__init__()
         if not scales:
             raise ValueError("a multiscale network needs at least one scale factor")
         self.register_buffer("factors", torch.as_tensor(list(scales), dtype=torch.float64))
         self.nets = nn.ModuleList(
-            MLP(in_features, out_features, width, depth, activation, first_omega, output_gain) for _ in scales
+            MLP(in_features, out_features, width, depth, activation, first_omega, output_gain, init) for _ in scales
         )
 
     def forward(self, x):
@@ -402,3 +415,70 @@ class HardInitialCondition(nn.Module):
             phi = torch.cat([((tj[0] - self.t_start) / self.span).unsqueeze(0), tj[1:] / self.span], dim=0)
             return x.like(phi) * out
         return out * ((x[:, self.t_column : self.t_column + 1] - self.t_start) / self.span)
+
+
+class HardDirichlet(nn.Module):
+    """Output transform u(x) = b(x) N(x) with b(x) = prod_i (x_i - lower_i)(upper_i - x_i) / h_i^2,
+    h_i = (upper_i - lower_i) / 2, so that u = 0 on every face of the box exactly (a homogeneous
+    Dirichlet condition, e.g. tangential E on a PEC wall).
+
+    A hard constraint as an output transform (Lagaris, Likas & Fotiadis, IEEE Trans. Neural Netw. 9
+    (1998) 987, eq. 11; Lu et al., SIAM J. Sci. Comput. 43 (2021) B1105): on jets b is built from the
+    input jet by the product rule (:meth:`Jet.__mul__`), so its first and second derivatives (and a
+    summed Laplacian channel) are exact.  The 1/h_i^2 normalisation keeps b of order one (max 1 at
+    the centre); any positive factor gives the same function class.
+
+    Parameters
+    ----------
+    net : nn.Module
+        The network N, [N, d] -> [N, c].
+    lower, upper : sequence of float
+        The box faces, one pair per constrained column (input units).
+    columns : sequence of int, optional
+        Input columns the box spans (default 0, 1, ..., len(lower) - 1); other columns (e.g. t)
+        are unconstrained.
+    normalise : bool
+        Divide each factor by h_i^2 (default True); False gives b = prod_i (x_i - lower_i)(upper_i - x_i)
+        as written, e.g. x (1 - x) y (1 - y) with max 1/16 on the unit square (DeepXDE's demos).
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ or upper <= lower somewhere.
+    """
+
+    def __init__(self, net: nn.Module, lower: Sequence[float], upper: Sequence[float],
+                 columns: Sequence[int] | None = None, normalise: bool = True):
+        super().__init__()
+        self.normalise = bool(normalise)
+        lower, upper = [float(v) for v in lower], [float(v) for v in upper]
+        columns = list(range(len(lower))) if columns is None else [int(c) for c in columns]
+        if not (len(lower) == len(upper) == len(columns)) or any(h <= lo for lo, h in zip(lower, upper)):
+            raise ValueError(f"a Dirichlet box needs one (lower < upper) per column, got lower={lower}, "
+                             f"upper={upper}, columns={columns}")
+        self.net = net
+        self.lower, self.upper, self.columns = lower, upper, columns
+
+    def factor(self, x):
+        """b(x): a tensor [N, 1] for a tensor x [N, d]; a jet [C, N, 1] for an input jet."""
+        out = None
+        for col, lo, hi in zip(self.columns, self.lower, self.upper):
+            inv = 2.0 / (hi - lo) if self.normalise else 1.0
+            if isinstance(x, Jet):
+                ch = x.channels[:, :, col : col + 1]  # the jet of x_col
+                v, rest = ch[:1], ch[1:]
+                a = x.like(torch.cat([(v - lo) * inv, rest * inv], dim=0))
+                b = x.like(torch.cat([(hi - v) * inv, -rest * inv], dim=0))
+            else:
+                xc = x[:, col : col + 1]
+                a, b = (xc - lo) * inv, (hi - xc) * inv
+            term = a * b
+            out = term if out is None else out * term
+        return out
+
+    def forward(self, x):
+        y = self.net(x)
+        return self.factor(x) * y
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}, columns={self.columns}, normalise={self.normalise}"

@@ -41,6 +41,12 @@ class Constraint:
         Inputs whose first derivatives ``residual`` reads (empty: values only).
     weight : float
         Term weight in the loss.
+    second : tuple of (str, str)
+        Input pairs whose second derivatives ``residual`` reads with ``Fields.d2`` (e.g. the
+        mixed pairs of grad-div); passed to :func:`elecsolver.operators.evaluate`.
+    laplacian : dict str -> float, optional
+        Weights of one summed Laplacian channel that ``residual`` reads with ``Fields.lap``
+        (e.g. {"x": 1, "y": 1}); one channel whatever the number of inputs.
     """
 
     name: str
@@ -48,6 +54,8 @@ class Constraint:
     residual: Callable[[Fields, torch.Tensor, torch.Tensor | None], torch.Tensor]
     wrt: tuple[str, ...] = ()
     weight: float = 1.0
+    second: tuple[tuple[str, str], ...] = ()
+    laplacian: dict[str, float] | None = None
 
 
 def relative_l2(pred: np.ndarray, ref: np.ndarray) -> float:

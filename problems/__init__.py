@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from elecsolver.problem import Problem
 
+from .helmholtz_square import HelmholtzSquare
 from .maxwell_point_source_2d import MaxwellPointSource2D
 
 __all__ = ["REGISTRY", "get_problem_class", "register"]
@@ -32,3 +33,4 @@ def get_problem_class(name: str) -> type[Problem]:
 
 
 register(MaxwellPointSource2D)
+register(HelmholtzSquare)

@@ -106,7 +106,8 @@ class MaxwellPointSource2D(Problem):
                          "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"]},
             "loss": {"pde": 1.0, "source": 1.0, "boundary": 1.0, "initial": 10.0},
             "training": {"steps": 3000, "seed": 0, "dtype": "float32", "lr": 1e-3, "lr_final": 1e-4,
-                         "log_every": 250, "checkpoint_every": 500, "derivatives": "jet"},
+                         "log_every": 250, "checkpoint_every": 500, "derivatives": "jet",
+                         "compile": False},
         }
 
     # configuration --------------------------------------------------------------------

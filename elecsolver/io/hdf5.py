@@ -5,8 +5,8 @@ Layout of ``fields.h5``::
     /                       root attrs: schema_version=1, package_version, user attrs
     /coords/x  [nx]         units "m"      (any real float dtype, stored as given)
     /coords/y  [ny]         units "m"
-    /coords/t  [nt]         units "s"
-    /fields/<name>     [nt, ny, nx]   units of the field
+    /coords/t  [nt]         units "s"     (absent for a static or time-harmonic problem)
+    /fields/<name>     [nt, ny, nx]   units of the field ([ny, nx] when there is no t)
     /reference/<name>  [nt, ny, nx]   (only when a reference was given)
     /xdmf/points       [ny*nx, 3] float64, (x, y, 0); point index = j*nx + i for (x[i], y[j])
     /xdmf/cells        [(ny-1)*(nx-1), 4] int64, quadrilaterals, counter-clockwise
@@ -24,6 +24,8 @@ time step; each step grid carries its own Topology/Geometry DataItems (pointing
 at the shared ``/xdmf/points`` and ``/xdmf/cells``), a ``Time`` in seconds and
 one nodal ``Attribute`` per field.  HDF paths are written relative to the
 ``.xdmf`` (file name only), so the pair opens from any working directory.
+Without a t coordinate (static or time-harmonic fields) the collection holds one
+grid at Time 0, so the same readers open it.
 """
 
 from __future__ import annotations
@@ -85,16 +87,17 @@ def _check_coord(name: str, values: Any, min_len: int) -> np.ndarray:
     return arr
 
 
-def _check_fields(what: str, fields: Mapping[str, Any], shape: tuple[int, int, int]) -> dict[str, np.ndarray]:
+def _check_fields(what: str, fields: Mapping[str, Any], shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    dims = "[nt, ny, nx]" if len(shape) == 3 else "[ny, nx]"
     if not isinstance(fields, Mapping) or not fields:
-        raise ValueError(f"{what} must be a non-empty dict {{name: array [nt, ny, nx]}}")
+        raise ValueError(f"{what} must be a non-empty dict {{name: array {dims}}}")
     out = {}
     for name, values in fields.items():
         if not isinstance(name, str) or not _NAME_RE.match(name):
             raise ValueError(f"{what} name {name!r} must be an identifier (letters, digits, '_')")
         arr = np.asarray(values)
         if arr.shape != shape:
-            raise ValueError(f"{what}[{name!r}] must have shape [nt, ny, nx] = {list(shape)}, "
+            raise ValueError(f"{what}[{name!r}] must have shape {dims} = {list(shape)}, "
                              f"got {list(arr.shape)}")
         if arr.dtype.kind not in "fiu":
             raise ValueError(f"{what}[{name!r}] must be real numbers, got dtype {arr.dtype}")
@@ -153,14 +156,15 @@ def _grid(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return points, cells
 
 
-def _add_view(h5: h5py.File, view: str, source: str, shape: tuple[int, int, int], dtype: np.dtype,
+def _add_view(h5: h5py.File, view: str, source: str, shape: tuple[int, ...], dtype: np.dtype,
               units: str) -> None:
-    """Create one virtual dataset per step: ``view/<k:04d>`` = ``source[k]`` flattened."""
-    nt, ny, nx = shape
+    """Create one virtual dataset per step: ``view/<k:04d>`` = ``source[k]`` flattened
+    (``source`` itself for a static [ny, nx] field, step 0000)."""
+    ny, nx = shape[-2:]
     src = h5py.VirtualSource(".", source, shape=shape, dtype=dtype)
-    for k in range(nt):
+    for k in range(shape[0] if len(shape) == 3 else 1):
         layout = h5py.VirtualLayout(shape=(ny * nx,), dtype=dtype)
-        layout[:] = src[k]
+        layout[:] = src[k] if len(shape) == 3 else src
         h5.create_virtual_dataset(f"{view}/{k:04d}", layout).attrs["units"] = units
 
 
@@ -195,7 +199,7 @@ def _xdmf_tree(h5_name: str, t: np.ndarray, npts: int, ncells: int,
 def write_fields(path: str | os.PathLike, *, coords: Mapping[str, Any], fields: Mapping[str, Any],
                  reference: Mapping[str, Any] | None = None, units: Mapping[str, str],
                  attrs: Mapping[str, Any]) -> pathlib.Path:
-    """Write fields on a structured (x, y, t) grid to HDF5 plus an XDMF sidecar.
+    """Write fields on a structured (x, y, t) or (x, y) grid to HDF5 plus an XDMF sidecar.
 
     Both files are written to temporary names in the destination folder and moved
     into place with :func:`os.replace` once complete, so a reader never sees a
@@ -209,9 +213,10 @@ def write_fields(path: str | os.PathLike, *, coords: Mapping[str, Any], fields: 
     coords : dict
         ``{"x": [nx], "y": [ny], "t": [nt]}`` 1-D real arrays in m, m, s; finite and
         strictly increasing; ``nx, ny >= 2``, ``nt >= 1``.  Float dtypes are stored
-        as given, integers as float64.
+        as given, integers as float64.  Without ``"t"`` (static or time-harmonic
+        fields) the fields are [ny, nx].
     fields : dict of str to array_like
-        ``{name: [nt, ny, nx]}``, real values; float32/float64 stored as given,
+        ``{name: [nt, ny, nx]}`` (or ``[ny, nx]`` without t), real values; float32/float64 stored as given,
         other real dtypes as float64.  Names must be identifiers (``Ex``, ``Hz``).
     reference : dict of str to array_like, optional
         Reference solution with exactly the same names and shapes as ``fields``.
@@ -245,12 +250,14 @@ def write_fields(path: str | os.PathLike, *, coords: Mapping[str, Any], fields: 
         raise ValueError(f"path must end with .h5 or .hdf5, got {str(path)!r}")
     if ":" in path.name:
         raise ValueError(f"the file name must not contain ':' (XDMF uses 'file:dataset'), got {path.name!r}")
-    if not isinstance(coords, Mapping) or set(coords) != {"x", "y", "t"}:
-        raise ValueError("coords must be a dict with exactly the keys 'x', 'y' and 't'")
+    if not isinstance(coords, Mapping) or set(coords) not in ({"x", "y", "t"}, {"x", "y"}):
+        raise ValueError("coords must be a dict with exactly the keys 'x', 'y' and 't' (or 'x' and 'y' for "
+                         "static fields)")
     x = _check_coord("x", coords["x"], 2)
     y = _check_coord("y", coords["y"], 2)
-    t = _check_coord("t", coords["t"], 1)
-    shape = (t.size, y.size, x.size)
+    static = "t" not in coords
+    t = np.zeros(1) if static else _check_coord("t", coords["t"], 1)
+    shape = (y.size, x.size) if static else (t.size, y.size, x.size)
     fields_ = _check_fields("fields", fields, shape)
     reference_ = None
     if reference is not None:
@@ -261,7 +268,7 @@ def write_fields(path: str | os.PathLike, *, coords: Mapping[str, Any], fields: 
         clash = sorted(set(fields_) & {f"{n}_ref" for n in fields_})
         if clash:
             raise ValueError(f"field names {clash} clash with the '<name>_ref' reference views; rename them")
-    needed = ("x", "y", "t", *fields_)
+    needed = ("x", "y", *(() if static else ("t",)), *fields_)
     missing = [k for k in needed if not isinstance(units, Mapping) or not isinstance(units.get(k), str)]
     if missing:
         raise ValueError(f"units must be a dict with a unit string for each of {missing}")
@@ -282,7 +289,7 @@ def write_fields(path: str | os.PathLike, *, coords: Mapping[str, Any], fields: 
             h5.attrs["json_attrs"] = json.dumps(json_keys)
             for key, value in root_attrs.items():
                 h5.attrs[key] = value
-            for name, arr in (("x", x), ("y", y), ("t", t)):
+            for name, arr in (("x", x), ("y", y), ("t", t))[: 2 if static else 3]:
                 h5.create_dataset(f"coords/{name}", data=arr).attrs["units"] = units[name]
             groups = [("fields", "", fields_)] + ([("reference", "_ref", reference_)] if reference_ else [])
             for group, suffix, data in groups:
@@ -314,7 +321,7 @@ def read_fields(path: str | os.PathLike) -> dict[str, Any]:
     dict
         ``{"coords": {"x", "y", "t"}, "fields": {name: [nt, ny, nx]},
         "reference": {name: [nt, ny, nx]} or None, "units": {name: str},
-        "attrs": {...}}``.  Arrays keep their stored dtype.  Attributes written as
+        "attrs": {...}}`` (no "t" and fields [ny, nx] for static fields).  Arrays keep their stored dtype.  Attributes written as
         JSON (e.g. ``config``, ``scales``, ``metrics``) are decoded; numpy scalars
         are returned as Python scalars; ``attrs["schema_version"] == 1``.
 

@@ -87,10 +87,11 @@ def write_snapshots(out_dir: str | os.PathLike, *, x: Any, y: Any, t: Any, field
         Folder for the images; created if missing.
     x, y : array_like
         Grid coordinates [nx], [ny] in m.
-    t : array_like
-        Times [nt] in s (shown in ns in titles and file names).
+    t : array_like or None
+        Times [nt] in s (shown in ns in titles and file names); None for static fields
+        [ny, nx], drawn once each as ``<name>.png``.
     fields : dict of str to array_like
-        PINN fields ``{name: [nt, ny, nx]}``.
+        PINN fields ``{name: [nt, ny, nx]}`` (``[ny, nx]`` if ``t`` is None).
     reference : dict of str to array_like, optional
         Reference fields with the same names and shapes.  Without it only the PINN
         panel is drawn.
@@ -113,6 +114,12 @@ def write_snapshots(out_dir: str | os.PathLike, *, x: Any, y: Any, t: Any, field
         reference names differ from field names, a unit is missing, or a frame
         index is out of range.
     """
+    static = t is None
+    if static:  # one frame; drawn without a time in its title or name
+        fields = {k: np.asarray(v)[None] for k, v in fields.items()} if isinstance(fields, Mapping) else fields
+        if isinstance(reference, Mapping):
+            reference = {k: np.asarray(v)[None] for k, v in reference.items()}
+        t, frames = np.zeros(1), [0]
     x, y, t = (np.asarray(v, dtype=np.float64) for v in (x, y, t))
     if x.ndim != 1 or y.ndim != 1 or t.ndim != 1 or min(x.size, y.size, t.size) < 1:
         raise ValueError(f"x, y and t must be non-empty 1-D arrays, got shapes {x.shape}, {y.shape}, {t.shape}")
@@ -141,12 +148,13 @@ def write_snapshots(out_dir: str | os.PathLike, *, x: Any, y: Any, t: Any, field
         pinn = np.asarray(values, dtype=np.float64)
         ref = None if reference is None else np.asarray(reference[name], dtype=np.float64)
         unit = units[name]
-        for k, file_name in zip(frames, _frame_names(name, t, frames)):
-            when = f"t = {t[k] * 1e9:.2f} ns"
-            panels = [(f"{name} PINN [{unit}], {when}", pinn[k], f"{name} [{unit}]")]
+        names = [f"{name}.png"] if static else _frame_names(name, t, frames)
+        for k, file_name in zip(frames, names):
+            when = "" if static else f", t = {t[k] * 1e9:.2f} ns"
+            panels = [(f"{name} PINN [{unit}]{when}", pinn[k], f"{name} [{unit}]")]
             if ref is not None:
-                panels += [(f"{name} reference [{unit}], {when}", ref[k], f"{name} [{unit}]"),
-                           (f"|{name} error| [{unit}], {when}", np.abs(pinn[k] - ref[k]), f"|error| [{unit}]")]
+                panels += [(f"{name} reference [{unit}]{when}", ref[k], f"{name} [{unit}]"),
+                           (f"|{name} error| [{unit}]{when}", np.abs(pinn[k] - ref[k]), f"|error| [{unit}]")]
             path = out_dir / file_name
             _plot(path, x, y, panels, shared=ref is not None)
             written.append(path)
