@@ -1,0 +1,109 @@
+"""Compiled mode: the same losses as eager, one compile, no graph breaks, no recompiles; clear errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+from conftest import run_cli
+from torch._dynamo.utils import counters
+
+from elecsolver.config import ConfigError
+from elecsolver.trainer import Trainer
+from problems import get_problem_class
+
+HS = get_problem_class("helmholtz-square")
+MPS = get_problem_class("maxwell-point-source-2d")
+
+
+def _helmholtz(compile_: bool, **training) -> Trainer:
+    cfg = HS.preset_config("ci")
+    cfg["sampling"]["points_per_wavelength"] = 4  # 64 + 32 points: quick
+    cfg["sampling"]["resample_every"] = 4         # new points at steps 4 and 8
+    cfg["training"].update(compile=compile_, steps=20, lr=2e-3, lr_final=2e-4, **training)
+    return Trainer(HS(cfg), progress=False)
+
+
+def _losses(tr: Trainer, steps: int) -> list[float]:
+    return [tr.train_step()[0] for _ in range(steps)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    counters.clear()
+    yield
+    torch._dynamo.reset()
+
+
+def test_eager_and_compiled_agree_over_ten_steps():
+    eager = _helmholtz(False)
+    a = _losses(eager, 10)
+    compiled = _helmholtz(True)
+    b = _losses(compiled, 10)
+    for k, (x, y) in enumerate(zip(a, b)):
+        assert abs(x - y) <= 1e-5 * abs(x), (k, x, y)
+    for p, q in zip(eager.model.parameters(), compiled.model.parameters()):
+        assert (p - q).norm() <= 1e-4 * p.norm()
+    # the learning rate moved in both, to the same value
+    assert float(compiled.optimizer.param_groups[0]["lr"]) == pytest.approx(eager.optimizer.param_groups[0]["lr"])
+    assert eager.optimizer.param_groups[0]["lr"] < 2e-3
+
+
+def test_compiled_loop_compiles_once_without_graph_breaks_or_recompiles():
+    tr = _helmholtz(True)
+    tr.train_step()  # compiles the loss-and-gradient graph and the optimizer-step graph
+    graphs = counters["stats"]["unique_graphs"]
+    assert graphs == 2, dict(counters["stats"])
+    assert not counters["graph_break"], dict(counters["graph_break"])
+    lr0 = float(tr.optimizer.param_groups[0]["lr"])
+    first_points = tr.points()[0][1].clone()
+    with torch.compiler.set_stance("fail_on_recompile"):  # a recompile would raise here
+        for _ in range(10):
+            tr.train_step()
+    assert counters["stats"]["unique_graphs"] == graphs
+    assert not counters["graph_break"]
+    assert float(tr.optimizer.param_groups[0]["lr"]) < lr0                 # the schedule moved
+    assert not torch.equal(tr.points()[0][1], first_points)                # and points were resampled
+
+
+def test_compiled_maxwell_point_source_matches_eager():
+    """First-order jets, multiscale network, hard initial condition and near-field ansatz compile too."""
+    def trainer(compile_):
+        cfg = MPS.preset_config("ci")
+        cfg["network"].update(width=16, depth=2)
+        cfg["sampling"].update(interior=256, source=64, boundary=64, resample_every=1000)
+        cfg["training"].update(compile=compile_, steps=50)
+        return Trainer(MPS(cfg), progress=False)
+
+    a = _losses(trainer(False), 5)
+    b = _losses(trainer(True), 5)
+    for x, y in zip(a, b):
+        assert abs(x - y) <= 1e-5 * abs(x)
+    assert not counters["graph_break"]
+
+
+def test_autograd_with_compile_is_a_clear_error(tmp_path):
+    cfg = HS.preset_config("ci")
+    cfg["training"].update(compile=True, derivatives="autograd")
+    with pytest.raises(ConfigError, match="compile needs"):
+        Trainer(HS(cfg), progress=False)
+    out = tmp_path / "never"
+    proc = run_cli("run", "helmholtz-square", "--compile", "--set", 'training.derivatives="autograd"',
+                   "--out", str(out))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--compile needs jet derivatives" in proc.stderr
+    assert not out.exists()
+
+
+def test_cli_compile_flag(tmp_path):
+    import json
+
+    out = tmp_path / "c"
+    proc = run_cli("run", "helmholtz-square", "--compile", "--steps", "30", "--out", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["steps"] == 30
+    from elecsolver.io.hdf5 import read_fields
+
+    assert read_fields(out / "fields.h5")["attrs"]["config"]["training"]["compile"] is True
