@@ -3,6 +3,7 @@
     python benchmarks/derivatives.py                        # widths 64/128/256, d = 2/3/4, N = 4096
     python benchmarks/derivatives.py --quick --threads 1    # widths 64/128, d = 2/3, N = 1024
     python benchmarks/derivatives.py --json results.json    # also write every number
+    python benchmarks/derivatives.py --train-step           # only the training step's FLOP rate
 
 Network: ``elecsolver.networks.MLP(d, 1, width, depth=4)`` with tanh, float32, N points drawn
 uniformly from [-1, 1]^d.  Three derivative tasks:
@@ -50,6 +51,22 @@ and the warm-up's freed buffers are not counted in the baseline.  Where the high
 be reset, the peak includes the warm-up (and compilation), and the output says so.  The number is
 the extra resident memory of one training step: activations and saved tensors, gradients and
 allocator slack, not the parameters or the points.
+
+Training step FLOP rate (``--train-step`` alone, also run after the tables unless ``--no-train-step``).
+The helmholtz-square problem (preset "quick": MLP 2 -> 150 x 3 -> 1 with sin, hard constraint,
+N = 480 PDE points, float32, seed 0) is built as a ``Trainer``, once with ``training.compile`` and
+once eager, and ``Trainer.train_step()`` (loss, backward, Adam update) is timed: median of
+``--repeats`` steps (default 50, quick 20) after a warm-up (10 steps, quick 5; the compiled first
+step, its compilation, is reported apart).  Its matmul FLOPs are counted analytically: the forward
+pass is 2 C N sum_layers(in * out), with C the number of jet channels the residual needs (value,
+2 first derivatives, 1 summed Laplacian: C = 4, read off the trainer's own jet) and N the points;
+forward + backward = 3 x forward (the backward's two matmuls per layer, for the input and the weight
+gradients, cost 2 x forward).  Elementwise work (activations and their derivatives, the jet rules,
+the hard-constraint factor, Adam) is not counted, so the rate is a matmul-equivalent one.  The
+reference is a large linear layer, Y = X W^T with X [M, K], W [N, K] (default 4096, 2048, 2048;
+quick 1024, 1024, 1024; ``--ref-size``), forward + backward to X and W, timed the same way (median
+of calls after a warm-up) and counted by the same formula, 3 x 2 M K N.  Reported: step ms,
+GFLOP/s, the reference's GFLOP/s and the fraction (target >= 65 %).
 
 Before any configuration is timed, a correctness guard (float64 copy of the network, N = 64)
 checks that the jet and autograd paths give the same channels (value, derivatives) to 1e-10
@@ -300,6 +317,94 @@ def measure_peak(task: str, d: int, width: int, n: int, method: str, threads: in
     return json.loads(lines[-1])
 
 
+# ---- training step FLOP rate -------------------------------------------------------------------------
+STEP_TARGET = 0.65
+
+
+def helmholtz_trainer(compile_step: bool):
+    """The helmholtz-square Trainer (preset "quick", seed 0, float32)."""
+    from elecsolver.trainer import Trainer
+    from problems import get_problem_class
+
+    cls = get_problem_class("helmholtz-square")
+    config = cls.preset_config("quick")
+    config["training"].update(seed=SEED, dtype="float32", compile=compile_step)
+    return Trainer(cls(config), progress=False)
+
+
+def step_flops(trainer) -> dict:
+    """Matmul FLOPs of one training step: forward 2 C N sum(in * out), forward + backward 3x that."""
+    [(name, points, _n_global)] = trainer.points()
+    constraint = trainer.constraints[0]
+    with torch.no_grad():
+        fields = evaluate(trainer.model, points, trainer.problem.inputs, trainer.problem.outputs, constraint.wrt,
+                          second=constraint.second or None, laplacian=constraint.laplacian)
+    channels = fields.jet.channels.shape[0]
+    layers = [m for m in trainer.model.modules() if isinstance(m, torch.nn.Linear)]
+    macs = sum(m.in_features * m.out_features for m in layers)
+    n = points.shape[0]
+    forward = 2 * channels * n * macs
+    return {"constraint": name, "points": n, "channels": channels, "layers": [[m.in_features, m.out_features]
+            for m in layers], "forward_flop": forward, "step_flop": 3 * forward}
+
+
+def reference_rate(m: int, k: int, n: int, repeats: int, warmup: int) -> dict:
+    """A large linear layer's forward + backward (to input and weight): median ms and GFLOP/s."""
+    gen = torch.Generator().manual_seed(SEED + 3)
+    x = torch.randn(m, k, generator=gen).requires_grad_()
+    w = (torch.randn(n, k, generator=gen) / k**0.5).requires_grad_()
+    grad_out = torch.randn(m, n, generator=gen)
+
+    def fwd_bwd():
+        x.grad = w.grad = None
+        torch.nn.functional.linear(x, w).backward(grad_out)
+
+    ms = median_ms(fwd_bwd, repeats, warmup)
+    flop = 3 * 2 * m * k * n
+    return {"shape": [m, k, n], "ms": ms, "flop": flop, "gflops": flop / (ms * 1e-3) / 1e9}
+
+
+def train_step_rate(repeats: int, warmup: int, ref_size: tuple[int, int, int], ref_repeats: int) -> dict:
+    """The helmholtz-square training step (compiled and eager) against the reference matmul."""
+    ref = reference_rate(*ref_size, ref_repeats, 1)
+    rows = []
+    flops = None
+    for label, compile_step in (("compiled", True), ("eager", False)):
+        torch._dynamo.reset()
+        trainer = helmholtz_trainer(compile_step)
+        flops = flops or step_flops(trainer)
+        t0 = time.perf_counter()
+        trainer.train_step()  # compiled: compilation and the first step
+        first_s = time.perf_counter() - t0
+        ms = median_ms(trainer.train_step, repeats, warmup)
+        rate = flops["step_flop"] / (ms * 1e-3) / 1e9
+        rows.append({"step": label, "ms": ms, "first_step_s": first_s, "gflops": rate,
+                     "fraction": rate / ref["gflops"]})
+    return {"flops": flops, "reference": ref, "rows": rows, "repeats": repeats, "warmup": warmup + 1,
+            "target_fraction": STEP_TARGET}
+
+
+def print_train_step(res: dict) -> None:
+    f, ref = res["flops"], res["reference"]
+    dims = " -> ".join([str(f["layers"][0][0])] + [str(o) for _, o in f["layers"]])
+    m, k, n = ref["shape"]
+    print(f"\n== training step: helmholtz-square (preset quick, seed {SEED}), MLP {dims}, N = {f['points']} "
+          f"points, C = {f['channels']} jet channels, float32")
+    print(f"matmul FLOPs per step: forward 2*C*N*sum(in*out) = {f['forward_flop'] / 1e6:.1f} MFLOP, "
+          f"forward+backward 3x = {f['step_flop'] / 1e6:.1f} MFLOP (elementwise work not counted)")
+    print(f"reference: linear [{m}, {k}] @ [{k}, {n}] forward+backward, 3*2*M*K*N = {ref['flop'] / 1e9:.2f} GFLOP "
+          f"in {ref['ms']:.1f} ms: {ref['gflops']:.1f} GFLOP/s")
+    print(f"Trainer.train_step(): median of {res['repeats']} steps after {res['warmup']} warm-up step(s)")
+    print(f"{'step':<9} {'ms/step':>8} {'GFLOP/s':>8} {'of reference':>12}  first step")
+    for r in res["rows"]:
+        print(f"{r['step']:<9} {r['ms']:>8.3f} {r['gflops']:>8.2f} {100 * r['fraction']:>11.1f}%  "
+              f"{r['first_step_s']:.2f} s" + (" (compilation)" if r["step"] == "compiled" else ""))
+    best = max(res["rows"], key=lambda r: r["fraction"])
+    verdict = "met" if best["fraction"] >= STEP_TARGET else "not met"
+    print(f"target >= {100 * STEP_TARGET:.0f} % of the reference rate: {verdict} "
+          f"({best['step']}: {100 * best['fraction']:.1f} %)")
+
+
 # ---- output -----------------------------------------------------------------------------------------
 def cpu_model() -> str:
     try:
@@ -366,6 +471,11 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated subset of " + ",".join(TASKS))
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd jet")
     parser.add_argument("--no-memory", action="store_true", help="skip the child processes for peak memory")
+    parser.add_argument("--train-step", action="store_true",
+                        help="only the helmholtz-square training step's FLOP rate (skip the derivative tables)")
+    parser.add_argument("--no-train-step", action="store_true", help="skip the training step's FLOP rate")
+    parser.add_argument("--ref-size", metavar="M,K,N", default=None,
+                        help="reference linear layer [M, K] @ [K, N] (default 4096,2048,2048; quick 1024,1024,1024)")
     parser.add_argument("--_child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -380,6 +490,15 @@ def main(argv=None) -> list[dict]:
     unknown = [t for t in tasks if t not in TASKS]
     if unknown or repeats < 1 or (args.threads is not None and args.threads < 1):
         parser.error(f"unknown task(s) {unknown}" if unknown else "--repeats and --threads must be >= 1")
+    if args.train_step and args.no_train_step:
+        parser.error("--train-step and --no-train-step exclude each other")
+    try:
+        ref_size = tuple(int(v) for v in (args.ref_size or ("1024,1024,1024" if args.quick else "4096,2048,2048"))
+                         .split(","))
+    except ValueError:
+        ref_size = ()
+    if len(ref_size) != 3 or min(ref_size) < 1:
+        parser.error(f"--ref-size needs three positive integers M,K,N, got {args.ref_size!r}")
     methods = [m for m in METHODS if not (args.no_compile and m == "jet compiled")]
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -389,13 +508,14 @@ def main(argv=None) -> list[dict]:
                    "(/proc/self/clear_refs), then ru_maxrss (VmHWM where ru_maxrss still holds the parent's "
                    "peak) of one forward+backward minus the RSS before it (/proc/self/statm)")
     print(f"torch {torch.__version__}, {threads} thread(s), CPU: {cpu_model()}")
-    print(f"MLP(d, 1, width, depth=4), tanh, float32, N = {n} points; median of {repeats} runs after "
-          f"{warmup} warm-up; ratio = autograd time / method time")
-    print(memory_note if not args.no_memory else "peak memory not measured (--no-memory)")
+    if not args.train_step:
+        print(f"MLP(d, 1, width, depth=4), tanh, float32, N = {n} points; median of {repeats} runs after "
+              f"{warmup} warm-up; ratio = autograd time / method time")
+        print(memory_note if not args.no_memory else "peak memory not measured (--no-memory)")
 
     rows: list[dict] = []
     notes: list[str] = []
-    for task in tasks:
+    for task in ([] if args.train_step else tasks):
         print(f"\n== {task}: {TASKS[task]}")
         print(HEADER)
         for d in dims:
@@ -442,13 +562,19 @@ def main(argv=None) -> list[dict]:
         print()
         for line in lines:
             print(line)
+    step = None
+    if not args.no_train_step:
+        step_repeats = args.repeats or (20 if args.quick else 50)
+        step = train_step_rate(step_repeats, 5 if args.quick else 10, ref_size, 3 if args.quick else 5)
+        print_train_step(step)
     if args.json:
         meta = {"torch": torch.__version__, "threads": threads, "cpu": cpu_model(), "n": n, "widths": widths,
                 "dims": dims, "repeats": repeats, "warmup": warmup, "dtype": "float32", "depth": 4,
                 "activation": "tanh", "memory_method": None if args.no_memory else memory_note,
                 "guard_tolerance": GUARD_TOL}
         with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows, "summary": lines, "notes": notes}, f, indent=1)
+            json.dump({"meta": meta, "rows": rows, "summary": lines, "notes": notes, "train_step": step},
+                      f, indent=1)
     return rows
 
 
