@@ -49,7 +49,8 @@ class QuasiStaticNearField(nn.Module):
     Parameters
     ----------
     net : nn.Module
-        The network, (x', y', t') [N, 3] -> (Ex', Ey', Hz') [N, 3]; tensors or jets.
+        The network, (x', y', t') [N, 3] -> (Ex', Ey', Hz') [N, 3]; tensors or first-order jets
+        (a second-order jet raises NotImplementedError).
     amplitude : float
         a = A / (E0 L), nondimensional.
     x0, y0, sigma, radius : float
@@ -89,6 +90,10 @@ class QuasiStaticNearField(nn.Module):
         return torch.stack([ex, ey], 1).to(p.dtype), jac.to(p.dtype)
 
     def forward(self, x):
+        if isinstance(x, Jet) and x.second_order:
+            raise NotImplementedError("QuasiStaticNearField has first-order jet rules only (the TEz residuals "
+                                      "need no more); for second derivatives use method='autograd' or "
+                                      "--set network.near_field=false")
         out = self.net(x)
         if isinstance(x, Jet):
             val, jac = self._field_and_jacobian(x.data[0])
