@@ -4,7 +4,7 @@
     python benchmarks/vs_deepxde.py --runs 1 --steps 200 --threads 1   # a smoke run
     python benchmarks/vs_deepxde.py --eager --json results.json   # elecsolver without torch.compile
 
-Needs DeepXDE (``pip install deepxde``); it runs on its pytorch backend (``DDE_BACKEND=pytorch``).
+Needs DeepXDE (``pip install -e .[bench]`` or ``pip install deepxde``); it runs on its pytorch backend (``DDE_BACKEND=pytorch``).
 
 Problem: DeepXDE's ``Helmholtz_Dirichlet_2d`` demo, hard-constraint variant, as elecsolver's
 ``helmholtz-square`` (preset "quick"): -lap u - k0^2 u = k0^2 sin(k0 x) sin(k0 y) on [0, 1]^2,
@@ -71,7 +71,12 @@ WARMUP_STEPS = 20
 SYSTEMS = ("deepxde", "elecsolver")
 STEP_TARGET = 4.0        # elecsolver's step throughput >= 4x DeepXDE's
 TIME_TARGET = 0.25       # elecsolver's time to DeepXDE's final error <= 1/4 of DeepXDE's wall time
-INSTALL_HINT = "pip install deepxde"
+# "fast" step time: the 10th percentile of the window means.  This 2-core VM shares its host: runs
+# alternate between quiet phases and phases ~5 ms/step slower for both systems (a core taken away;
+# a 2-thread OpenMP step waits for the descheduled thread), so the median mixes the two; the
+# 10th percentile is the step time in the quiet phases (timeit's argument for the minimum).
+FAST_QUANTILE = 0.1
+INSTALL_HINT = "pip install -e .[bench]  (or: pip install deepxde)"
 
 
 # ---- shared set-up (child processes) ----------------------------------------------------------------
@@ -101,13 +106,17 @@ def grid_error(problem, reference: dict, values: np.ndarray) -> float:
     return float(problem.metrics(problem.to_si(values), reference)["grid"]["Ez"])
 
 
-def step_ms(step_s: list[float], window: int) -> float | None:
-    """Median over windows of ``window`` steps (after the warm-up) of the mean step time, in ms."""
+def step_ms(step_s: list[float], window: int, quantile: float = 0.5) -> float | None:
+    """A quantile (default the median) over windows of ``window`` steps (after the warm-up) of the
+    window's mean step time, in ms."""
     rest = step_s[WARMUP_STEPS:]
     if not rest:
         return None
-    means = [sum(rest[k : k + window]) / window for k in range(0, len(rest) - window + 1, window)]
-    return 1e3 * statistics.median(means or [sum(rest) / len(rest)])
+    means = sorted([sum(rest[k : k + window]) / window for k in range(0, len(rest) - window + 1, window)]
+                   or [sum(rest) / len(rest)])
+    if quantile == 0.5:
+        return 1e3 * statistics.median(means)
+    return 1e3 * means[min(len(means) - 1, int(quantile * len(means)))]
 
 
 def environment() -> dict:
@@ -325,12 +334,13 @@ def time_to_reach(trace: list, target: float) -> tuple[int, float] | None:
     return None
 
 
-RUN_HEADER = f"{'seed':>4} {'system':<10} {'ms/step':>8} {'warm-up s':>9} {'total s':>8} {'final rel L2':>12}"
+RUN_HEADER = (f"{'seed':>4} {'system':<10} {'ms/step':>8} {'fast ms':>8} {'warm-up s':>9} {'total s':>8} "
+              f"{'final rel L2':>12}")
 
 
 def run_line(r: dict) -> str:
     return (f"{r['spec']['seed']:>4} {r['spec']['system']:<10} {fmt(r['ms_step'], '.3f'):>8} "
-            f"{r['warmup_s']:>9.2f} {r['total_s']:>8.2f} {r['final_rel_l2']:>12.3e}")
+            f"{fmt(r['ms_step_fast'], '.3f'):>8} {r['warmup_s']:>9.2f} {r['total_s']:>8.2f} {r['final_rel_l2']:>12.3e}")
 
 
 def main(argv=None) -> dict:
@@ -343,17 +353,26 @@ def main(argv=None) -> dict:
     parser.add_argument("--window", type=int, default=50, help="steps per timing window (default 50)")
     parser.add_argument("--eager", action="store_true", help="elecsolver without torch.compile")
     parser.add_argument("--json", metavar="PATH", help="also write every number (traces, step times) here")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="print the summary of the runs saved by an earlier --json (no new runs)")
     parser.add_argument("--_child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._child:
         child(json.loads(args._child))
         return {}
+    saved = None
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        meta = saved["meta"]
+        args.runs, args.steps, args.threads = meta["runs"], meta["steps"], meta["threads"]
+        args.eval_every, args.window, args.eager = meta["eval_every"], meta["window"], meta["elecsolver_step"] == "eager"
     if min(args.runs, args.threads, args.eval_every, args.window) < 1:
         parser.error("--runs, --threads, --eval-every and --window must be >= 1")
     if args.steps <= WARMUP_STEPS:
         parser.error(f"--steps must exceed the {WARMUP_STEPS} warm-up steps left out of the step time")
-    if importlib.util.find_spec("deepxde") is None:
+    if saved is None and importlib.util.find_spec("deepxde") is None:
         raise SystemExit(f"deepxde is not installed; this benchmark needs it: {INSTALL_HINT}")
 
     from elecsolver import __version__
@@ -364,7 +383,8 @@ def main(argv=None) -> dict:
     print(f"helmholtz-square (DeepXDE's Helmholtz_Dirichlet_2d demo, hard constraint), float32, Adam lr 1e-3, "
           f"{args.steps} steps, {args.runs} run(s) per system interleaved (seed = run index), "
           f"{args.threads} thread(s) per run, elecsolver step: {mode}", flush=True)
-    print(f"ms/step: median over {args.window}-step windows after the first {WARMUP_STEPS} steps; total s: "
+    print(f"ms/step: median over {args.window}-step windows after the first {WARMUP_STEPS} steps; fast ms: their "
+          f"10th percentile (the quiet phases of a shared host); total s: "
           f"training clock at the last step (warm-up{' and compilation' if not args.eager else ''} included, "
           f"grid errors every {args.eval_every} steps and DeepXDE's loss report excluded)\n", flush=True)
 
@@ -374,8 +394,9 @@ def main(argv=None) -> dict:
         for system in SYSTEMS:
             spec = {"system": system, "seed": i, "steps": args.steps, "threads": args.threads,
                     "eval_every": args.eval_every, "compile": not args.eager}
-            r = run_child(spec)
+            r = saved["runs"][len(runs)] if saved else run_child(spec)
             r["ms_step"] = step_ms(r["step_s"], args.window)
+            r["ms_step_fast"] = step_ms(r["step_s"], args.window, FAST_QUANTILE)
             runs.append(r)
             print(run_line(r), flush=True)
 
@@ -407,14 +428,16 @@ def main(argv=None) -> dict:
 
     # summary ------------------------------------------------------------------------------------
     print(f"\nper system: median [min-max] over {args.runs} run(s)")
-    print(f"{'system':<10} {'ms/step':>24} {'total s':>24} {'final rel L2':>30}")
+    print(f"{'system':<10} {'ms/step':>24} {'fast ms/step':>24} {'total s':>24} {'final rel L2':>30}")
     summary: dict = {}
     for s in SYSTEMS:
         rs = by[s]
         summary[s] = {"ms_step_median": statistics.median(r["ms_step"] for r in rs),
+                      "ms_step_fast_median": statistics.median(r["ms_step_fast"] for r in rs),
                       "total_s_median": statistics.median(r["total_s"] for r in rs),
                       "final_rel_l2_median": statistics.median(r["final_rel_l2"] for r in rs)}
         print(f"{s:<10} {spread([r['ms_step'] for r in rs], '.3f'):>24} "
+              f"{spread([r['ms_step_fast'] for r in rs], '.3f'):>24} "
               f"{spread([r['total_s'] for r in rs], '.2f'):>24} "
               f"{spread([r['final_rel_l2'] for r in rs], '.3e'):>30}")
     speed = summary["deepxde"]["ms_step_median"] / summary["elecsolver"]["ms_step_median"]
@@ -424,6 +447,10 @@ def main(argv=None) -> dict:
     print(f"\nstep throughput: elecsolver / DeepXDE = {speed:.2f}x (ratio of median ms/step; per pair "
           f"{min(pair_speed):.2f}-{max(pair_speed):.2f}x); target >= {STEP_TARGET:g}x: "
           f"{'met' if speed >= STEP_TARGET else 'not met'}")
+    fast = summary["deepxde"]["ms_step_fast_median"] / summary["elecsolver"]["ms_step_fast_median"]
+    summary["step_ratio_fast"] = fast
+    print(f"step throughput in the quiet phases (fast ms/step): {fast:.2f}x; target >= {STEP_TARGET:g}x: "
+          f"{'met' if fast >= STEP_TARGET else 'not met'}")
 
     print(f"\ntime to DeepXDE's final error (elecsolver's clock at the first grid error <= DeepXDE's final one, "
           f"every {args.eval_every} steps):")
@@ -459,6 +486,20 @@ def main(argv=None) -> dict:
         print(f"median over pairs: {med:.3f}{inverse}, spread {min(finite):.3f}-"
               f"{max(ratios):.3f}" + (" (inf: not reached)" if len(finite) < len(ratios) else "")
               + f"; target <= {TIME_TARGET:g}: {verdict}")
+    # the same question against one target for all: the median of DeepXDE's final errors (the final
+    # error of one run scatters by a factor ~5 over seeds, for both systems alike)
+    common = statistics.median(d["final_rel_l2"] for d in by["deepxde"])
+    reach = {s: [time_to_reach(r["trace"], common) for r in by[s]] for s in SYSTEMS}
+    reach_s = {s: [h[1] if h else float("inf") for h in reach[s]] for s in SYSTEMS}
+    med_s = {s: statistics.median(reach_s[s]) for s in SYSTEMS}
+    summary["common_target"] = {"rel_l2": common, "seconds": reach_s, "median_s": med_s}
+    ratio_c = med_s["elecsolver"] / statistics.median(d["total_s"] for d in by["deepxde"])
+    summary["common_target"]["ratio_to_deepxde_total"] = ratio_c
+    print(f"time to the median DeepXDE final error {common:.3e}, per run (s; inf: not reached): DeepXDE "
+          + ", ".join(f"{v:.1f}" for v in reach_s["deepxde"]) + "; elecsolver "
+          + ", ".join(f"{v:.1f}" for v in reach_s["elecsolver"]))
+    print(f"  medians: DeepXDE {med_s['deepxde']:.1f} s, elecsolver {med_s['elecsolver']:.1f} s = {ratio_c:.3f} of "
+          f"DeepXDE's median total; target <= {TIME_TARGET:g}: {'met' if ratio_c <= TIME_TARGET else 'not met'}")
     if not args.eager:
         comp = [e["first_step_s"] for e in by["elecsolver"]]
         print(f"elecsolver's first step (compilation): {spread(comp, '.1f')} s, inside its total")

@@ -16,7 +16,7 @@ from torch import nn
 
 from .jets import Jet
 
-__all__ = ["ACTIVATIONS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "HardDirichlet",
+__all__ = ["ACTIVATIONS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "FuncJet", "HardDirichlet",
            "HardInitialCondition",
            "InputScaling", "JetLinear", "MultiscaleMLP", "Residual", "build_network"]
 
@@ -482,3 +482,60 @@ class HardDirichlet(nn.Module):
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}, columns={self.columns}, normalise={self.normalise}"
+
+
+class FuncJet(nn.Module):
+    """Jet rule for any module without one, by forward-mode AD (``torch.func.jvp``).
+
+    Wraps a module that maps [N, in] to [N, out] row by row (each output row depends on its own
+    input row only, as for pointwise networks).  On a jet with first-derivative channels a_k, pair
+    channels a_ij and a summed channel L[a] = sum_k w_k a_kk it returns, with f' and f'' the first
+    and second derivatives of the module at the value a_0,
+
+        f(a_0),   f'[a_k],   f''[a_i, a_j] + f'[a_ij],   sum_k w_k f''[a_k, a_k] + f'[L[a]],
+
+    (the chain rule to second order; Griewank & Walther, *Evaluating Derivatives*, 2nd ed., 2008,
+    ch. 13), each directional derivative one ``jvp`` (nested for f'').  The result is an ordinary
+    differentiable function of the parameters (reverse over forward mode), so the loss still needs
+    only a first-order backward.  It costs one forward per channel (and two per second-order
+    direction), more than a native jet rule; use it for a user's own layer, not for the package's.
+
+    Parameters
+    ----------
+    module : nn.Module
+        The wrapped module, [N, in] -> [N, out].
+
+    Shapes: tensors [N, in] -> [N, out] (the module itself); jets [1+K+P+L, N, in] -> [1+K+P+L, N, out].
+    """
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        if not isinstance(x, Jet):
+            return self.module(x)
+        from torch.func import jvp
+
+        f = self.module
+        spec, ch = x.spec, x.channels
+        a0 = ch[0]
+
+        def d1(direction):
+            return jvp(f, (a0,), (direction,))[1]
+
+        def d2(u, v):  # f''(a0)[u, v]
+            return jvp(lambda z: jvp(f, (z,), (v,))[1], (a0,), (u,))[1]
+
+        first = [d1(ch[1 + k]) for k in range(spec.k)]
+        out = [f(a0)] + first
+        for p, (i, j) in enumerate(spec.pairs):
+            ki, kj = spec.wrt.index(i), spec.wrt.index(j)
+            out.append(d2(ch[1 + ki], ch[1 + kj]) + d1(ch[1 + spec.k + p]))
+        if spec.has_lap:
+            lap = d1(ch[-1])
+            for col, w in spec.laplacian:
+                k = spec.wrt.index(col)
+                lap = lap + w * d2(ch[1 + k], ch[1 + k])
+            out.append(lap)
+        return x.like(torch.stack(out, dim=0))

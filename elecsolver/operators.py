@@ -169,6 +169,17 @@ def _autograd_jet(model: nn.Module, points: torch.Tensor, wrt: tuple[int, ...],
     return Jet.from_spec(torch.stack(chans, dim=0), spec)
 
 
+def _run_on_jet(model: nn.Module, jet: Jet):
+    """``model(jet)``, with a hint when a layer cannot take a jet (TypeError)."""
+    try:
+        return model(jet)
+    except (TypeError, AttributeError) as exc:
+        if "Jet" not in str(exc) and "jet" not in str(exc):
+            raise
+        raise TypeError(f"a layer of the model cannot take a jet ({exc}); wrap layers without a jet rule in "
+                        "elecsolver.networks.FuncJet, or use method='autograd'") from exc
+
+
 def evaluate(model: nn.Module, points: torch.Tensor, inputs: Sequence[str], outputs: Sequence[str],
              wrt: Sequence[str] | None = None, method: str = "jet", *,
              second: Sequence[tuple[str, str]] | None = None,
@@ -220,7 +231,10 @@ def evaluate(model: nn.Module, points: torch.Tensor, inputs: Sequence[str], outp
     cols = tuple(inputs.index(w) for w in names)
     if not second and laplacian is None:
         if method == "jet":
-            jet = model(seed_jet(points, cols))
+            jet = _run_on_jet(model, seed_jet(points, cols))
+            if not isinstance(jet, Jet):
+                raise TypeError(f"the model returned {type(jet).__name__}, not a jet: a layer without a jet rule? "
+                                "wrap it in elecsolver.networks.FuncJet, or use method='autograd'")
         else:
             jet = _autograd_jet(model, points, cols)
         return Fields(jet, inputs, outputs)
@@ -243,10 +257,11 @@ def evaluate(model: nn.Module, points: torch.Tensor, inputs: Sequence[str], outp
     lap = None if laplacian is None else {inputs.index(n): w for n, w in lap_named.items()}
     spec = JetSpec(all_cols, pairs, lap)
     if method == "jet":
-        jet = model(seed_jet(points, all_cols, pairs, lap))
+        jet = _run_on_jet(model, seed_jet(points, all_cols, pairs, lap))
         if not isinstance(jet, Jet) or jet.spec != spec:
             raise TypeError(f"the model dropped the second-order channels (returned {jet!r}); a layer without "
-                            "second-order jet rules? use method='autograd' for such a module")
+                            "second-order jet rules? wrap it in elecsolver.networks.FuncJet, or use "
+                            "method='autograd' for such a module")
     else:
         jet = _autograd_jet(model, points, all_cols, spec)
     return Fields(jet, inputs, outputs)

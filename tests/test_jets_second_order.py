@@ -290,3 +290,35 @@ def test_mixing_jets_with_different_derivatives_raises():
     with pytest.raises(ValueError, match="no second derivative"):
         a.elementwise(torch.sin(a.value), torch.cos(a.value))
     assert JetSpec([0, 1], [(1, 0)]) == JetSpec((0, 1), ((1, 0),))
+
+
+class _UserBlock(torch.nn.Module):
+    """A layer with no jet rule: softplus(W x) * x (needs the fallback)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.lin = torch.nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.nn.functional.softplus(self.lin(x)) * x
+
+
+def test_funcjet_fallback_matches_autograd_and_gradients():
+    from elecsolver.networks import MLP, FuncJet
+
+    torch.manual_seed(5)
+    net = torch.nn.Sequential(FuncJet(_UserBlock(3)), MLP(3, 2, 12, 2, "tanh")).double()
+    pts = torch.rand(40, 3, dtype=torch.float64)
+    names, outs = ("x", "y", "t"), ("u", "v")
+    for kw in ({}, {"second": [("x", "y"), ("t", "t")], "laplacian": {"x": 1.0, "y": 1.0, "t": -1.0}}):
+        a = evaluate(net, pts, names, outs, **kw).jet.channels
+        b = evaluate(net, pts, names, outs, method="autograd", **kw).jet.channels
+        assert (a - b).norm() / b.norm() < 1e-10
+        ga = torch.autograd.grad(a.pow(2).sum(), list(net.parameters()))
+        gb = torch.autograd.grad(b.pow(2).sum(), list(net.parameters()))
+        for x, y in zip(ga, gb):
+            assert (x - y).norm() <= 1e-10 * max(1.0, y.norm())
+    # without the wrapper the jet path says what to do
+    bare = torch.nn.Sequential(torch.nn.Identity(), _UserBlock(3)).double()
+    with pytest.raises(TypeError, match="FuncJet"):
+        evaluate(bare, pts, names, outs)
