@@ -118,6 +118,13 @@ class Trainer:
             # Adam's update itself, without the wrappers around it (the scheduler's step counter, the
             # profiler hook, and the grad-mode switch with its deliberate graph breaks); it runs under
             # torch.no_grad() (see train_step), which is what that switch provides.
+            # Adam's state created here, with a float64 step counter: created lazily inside the graph
+            # it is a float32 tensor, and 1 - beta2^step in float32 loses ~1e-5 of the update at the
+            # first steps (eager Adam computes it from a Python float), so compiled and eager runs
+            # would drift apart by far more than round-off
+            for p in self.params:
+                self.optimizer.state[p].update(step=torch.tensor(0.0, dtype=torch.float64),
+                                               exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
             update = inspect.unwrap(type(self.optimizer).step)
             optimizer = self.optimizer
             self._step_fn = torch.compile(lambda: update(optimizer), fullgraph=True)

@@ -2,7 +2,8 @@
 
 Usage: python dp_worker.py OUT.npz STEPS SHARD_SIZES_JSON [OPTIONS_JSON]
 OPTIONS_JSON: {"rar": true} turns on adaptive refinement every 2 steps; {"weights": true} gives the
-interior points unequal weights (the measure each stands for).
+interior points unequal weights (the measure each stands for); {"compile": true} runs the compiled
+training step.
 Rank and world come from torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
 none: one process.  Rank 0 saves the loss curve and the final parameters.
 """
@@ -25,9 +26,11 @@ SMALL = {
 }
 
 
-def small_problem(hard_initial: bool = False, rar: bool = False, weights: bool = False) -> MaxwellPointSource2D:
+def small_problem(hard_initial: bool = False, rar: bool = False, weights: bool = False,
+                  compile: bool = False) -> MaxwellPointSource2D:
     cfg = merge(MaxwellPointSource2D.preset_config("ci"), SMALL)
     cfg["network"]["hard_initial"] = hard_initial
+    cfg["training"]["compile"] = compile
     if rar:
         cfg["sampling"].update(rar_every=2, rar_pool=41, rar_add=7, rar_constraints=["pde", "boundary"])
     problem = MaxwellPointSource2D(cfg)
