@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("problems", help="list the registered problems, one a line")
     r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
     r.add_argument("problem", help="a name from 'elecsolver problems'")
-    r.add_argument("--preset", help="training preset (e.g. ci, quick, full); default: the problem's default")
+    r.add_argument("--preset", help="training preset of the problem (e.g. ci, quick; the README lists each problem's); "
+                        "default: the problem's default")
     r.add_argument("--steps", type=int, help="total number of training steps")
     r.add_argument("--seed", type=int, help="random seed of points and initial parameters")
     r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
@@ -82,8 +83,8 @@ def _build(args):
         if args.compile:
             config["training"]["compile"] = True
         if config["training"].get("compile") and config["training"].get("derivatives") == "autograd":
-            raise UsageError("--compile needs jet derivatives, but training.derivatives is 'autograd' "
-                             "(nested autograd cannot be compiled); drop one of the two")
+            raise UsageError("--compile (training.compile) needs jet derivatives, but training.derivatives is "
+                             "'autograd' (nested autograd cannot be compiled); drop one of the two")
         problem = cls(config)
         problem.validate()
     except ConfigError as exc:

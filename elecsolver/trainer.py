@@ -80,7 +80,8 @@ class Trainer:
     out_dir : path, optional
         Where the checkpoint and the convergence CSV go (rank 0 writes); None: nowhere.
     reference : dict, optional
-        Reference fields (SI, [nt, ny, nx]) for the error metrics logged during training (rank 0).
+        Reference fields on the problem's output grid (SI; [nt, ny, nx], or [ny, nx] for a static
+        problem) for the error metrics logged during training (rank 0).
     shard_sizes : dict, optional
         Constraint name -> points per rank, to force an uneven split (tests); default balanced.
     progress : bool
@@ -104,8 +105,8 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.compiled = bool(self.cfg.get("compile", False))
         if self.compiled and self.cfg["derivatives"] != "jet":
-            raise ConfigError("training.compile needs training.derivatives='jet': torch.compile cannot trace the "
-                              "double backward of the nested-autograd path; drop --compile or the autograd switch")
+            raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
+                              "'autograd' (nested autograd cannot be compiled); drop one of the two")
         # compiled: the learning rate is a tensor, so the schedule moving it is data, not a new graph
         lr = torch.tensor(self.cfg["lr"], dtype=torch.float64) if self.compiled else self.cfg["lr"]
         self.optimizer = torch.optim.Adam(self.params, lr=lr)

@@ -85,8 +85,9 @@ class HelmholtzSquare(Problem):
         if c["output"]["n"] < 2:
             raise ConfigError(f"output.n must be >= 2, got {c['output']['n']}")
         net = c["network"]
-        if net["width"] < 1 or net["depth"] < 1:
-            raise ConfigError("network.width and network.depth must be >= 1")
+        for key in ("width", "depth"):
+            if net[key] < 1:
+                raise ConfigError(f"network.{key} must be >= 1, got {net[key]}")
         if net["activation"] not in ("tanh", "sin", "silu", "gelu"):
             raise ConfigError(f"network.activation must be tanh, sin, silu or gelu, got {net['activation']!r}")
         if net["init"] not in ("auto", "glorot", "siren"):

@@ -96,13 +96,13 @@ def test_compiled_maxwell_point_source_matches_eager():
 def test_autograd_with_compile_is_a_clear_error(tmp_path):
     cfg = HS.preset_config("ci")
     cfg["training"].update(compile=True, derivatives="autograd")
-    with pytest.raises(ConfigError, match="compile needs"):
+    with pytest.raises(ConfigError, match="needs jet derivatives"):
         Trainer(HS(cfg), progress=False)
     out = tmp_path / "never"
     proc = run_cli("run", "helmholtz-square", "--compile", "--set", 'training.derivatives="autograd"',
                    "--out", str(out))
     assert proc.returncode == 2
-    assert len(proc.stderr.strip().splitlines()) == 1 and "--compile needs jet derivatives" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "(training.compile) needs jet derivatives" in proc.stderr
     assert not out.exists()
 
 
