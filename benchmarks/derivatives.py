@@ -80,7 +80,6 @@ import copy
 import gc
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -88,6 +87,7 @@ import sys
 import time
 
 import torch
+from _common import cpu_model, fmt
 
 from elecsolver.networks import MLP
 from elecsolver.operators import evaluate
@@ -406,19 +406,6 @@ def print_train_step(res: dict) -> None:
 
 
 # ---- output -----------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def fmt(x, spec: str, missing: str = "n/a") -> str:
-    return missing if x is None else format(x, spec)
 
 
 HEADER = (f"{'d':>2} {'width':>5} {'method':<13} {'fwd ms':>9} {'fwd+bwd ms':>11} {'ratio fwd':>9} "

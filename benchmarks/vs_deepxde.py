@@ -66,6 +66,7 @@ import time
 
 import numpy as np
 import torch
+from _common import cpu_model, fmt
 
 WARMUP_STEPS = 20
 SYSTEMS = ("deepxde", "elecsolver")
@@ -303,19 +304,6 @@ def run_child(spec: dict) -> dict:
     return json.loads(text)
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def fmt(x, spec: str, missing: str = "n/a") -> str:
-    return missing if x is None else format(x, spec)
 
 
 def spread(values: list[float], spec: str) -> str:

@@ -114,6 +114,28 @@ class Problem:
     def validate(self) -> None:
         """Raise ConfigError if the configuration is not physically meaningful."""
 
+    def validate_training(self) -> None:
+        """Check the ``training`` block every problem shares (steps, dtype, derivatives, lr, lr_final,
+        and log_every / checkpoint_every where present).
+
+        Raises
+        ------
+        ConfigError
+            Naming the first bad entry.
+        """
+        tr = self.config["training"]
+        if tr["steps"] < 1:
+            raise ConfigError(f"training.steps must be >= 1, got {tr['steps']}")
+        if tr["dtype"] not in ("float32", "float64"):
+            raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {tr['dtype']!r}")
+        if tr["derivatives"] not in ("jet", "autograd"):
+            raise ConfigError(f"training.derivatives must be 'jet' or 'autograd', got {tr['derivatives']!r}")
+        if not (tr["lr"] > 0 and tr["lr_final"] > 0):
+            raise ConfigError("training.lr and training.lr_final must be positive")
+        for key in ("log_every", "checkpoint_every"):
+            if key in tr and tr[key] < 1:
+                raise ConfigError(f"training.{key} must be >= 1, got {tr[key]}")
+
     def scales(self) -> dict[str, float]:
         """Nondimensional scales (SI), written into every output."""
         raise NotImplementedError

@@ -101,15 +101,7 @@ class HelmholtzSquare(Problem):
             raise ConfigError(f"sampling.method must be sobol, halton, lhs or uniform, got {smp['method']!r}")
         if smp["resample_every"] < 1:
             raise ConfigError("sampling.resample_every must be >= 1")
-        tr = c["training"]
-        if tr["steps"] < 1:
-            raise ConfigError(f"training.steps must be >= 1, got {tr['steps']}")
-        if tr["dtype"] not in ("float32", "float64"):
-            raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {tr['dtype']!r}")
-        if tr["derivatives"] not in ("jet", "autograd"):
-            raise ConfigError(f"training.derivatives must be 'jet' or 'autograd', got {tr['derivatives']!r}")
-        if not (tr["lr"] > 0 and tr["lr_final"] > 0):
-            raise ConfigError("training.lr and training.lr_final must be positive")
+        self.validate_training()
 
     def grid_size(self) -> int:
         """Collocation points per side, n = int(a / (lambda / points_per_wavelength)) (DeepXDE's rule)."""

@@ -144,18 +144,7 @@ class MaxwellPointSource2D(Problem):
         for key in ("interior", "source", "boundary", "initial", "resample_every"):
             if c["sampling"][key] < (1 if key == "resample_every" else 0):
                 raise ConfigError(f"sampling.{key} must be >= {1 if key == 'resample_every' else 0}")
-        tr = c["training"]
-        if tr["steps"] < 1:
-            raise ConfigError(f"training.steps must be >= 1, got {tr['steps']}")
-        if tr["dtype"] not in ("float32", "float64"):
-            raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {tr['dtype']!r}")
-        if tr["derivatives"] not in ("jet", "autograd"):
-            raise ConfigError(f"training.derivatives must be 'jet' or 'autograd', got {tr['derivatives']!r}")
-        if not (tr["lr"] > 0 and tr["lr_final"] > 0):
-            raise ConfigError("training.lr and training.lr_final must be positive")
-        for key in ("log_every", "checkpoint_every"):
-            if tr[key] < 1:
-                raise ConfigError(f"training.{key} must be >= 1, got {tr[key]}")
+        self.validate_training()
 
     # scales and geometry ----------------------------------------------------------------
     def scales(self) -> dict[str, float]:

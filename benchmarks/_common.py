@@ -1,0 +1,24 @@
+"""Helpers shared by the benchmark scripts (imported as a sibling module: run them as scripts)."""
+
+from __future__ import annotations
+
+import platform
+
+__all__ = ["cpu_model", "fmt"]
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what platform reports."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def fmt(x, spec: str, missing: str = "n/a") -> str:
+    """``format(x, spec)``, or ``missing`` for None."""
+    return missing if x is None else format(x, spec)
