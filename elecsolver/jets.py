@@ -139,16 +139,12 @@ class JetSpec:
                 return p
         return None
 
-    def _tensors(self, device: torch.device, dtype: torch.dtype):
-        key = (device, dtype)
-        t = self._cache.get(key)
+    def _pair_index(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Channel indices (within the first-derivative stack) of the pairs' i and j, cached per device."""
+        t = self._cache.get(device)
         if t is None:
-            ii = torch.tensor(self._ii, dtype=torch.long, device=device)
-            jj = torch.tensor(self._jj, dtype=torch.long, device=device)
-            all_k = self._lk == list(range(self.k))
-            lk = None if all_k else torch.tensor(self._lk, dtype=torch.long, device=device)
-            w = torch.tensor(self._wvec, dtype=dtype, device=device)
-            t = self._cache[key] = (ii, jj, lk, w)
+            t = self._cache[device] = (torch.tensor(self._ii, dtype=torch.long, device=device),
+                                       torch.tensor(self._jj, dtype=torch.long, device=device))
         return t
 
     def second_order_products(self, u1: torch.Tensor, v1: torch.Tensor | None = None) -> torch.Tensor:
@@ -167,9 +163,9 @@ class JetSpec:
         torch.Tensor
             Shape [P + L, N, c'].
         """
-        ii, jj, _, _ = self._tensors(u1.device, u1.dtype)
         parts = []
         if self.p:
+            ii, jj = self._pair_index(u1.device)
             if v1 is None:
                 parts.append(u1.index_select(0, ii) * u1.index_select(0, jj))
             else:

@@ -131,6 +131,7 @@ class HelmholtzSquare(Problem):
         return f.values
 
     def domain(self) -> Rectangle:
+        """The square [0, a]^2 (m) the points are sampled from."""
         side = self.config["physics"]["side"]
         return Rectangle([0.0, 0.0], [side, side])
 
