@@ -141,8 +141,8 @@ def run(args) -> dict | None:
         if comm is not None:
             comm.barrier()
         return metrics
-    finally:
-        shutdown()
+    finally:  # no closing barrier while an exception propagates: the other ranks may never arrive
+        shutdown(clean=sys.exc_info()[0] is None)
 
 
 def main(argv: list[str] | None = None) -> int:
