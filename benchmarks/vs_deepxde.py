@@ -84,7 +84,7 @@ INSTALL_HINT = "pip install -e .[bench]  (or: pip install deepxde)"
 def build_elecsolver(spec: dict, compile_step: bool):
     """helmholtz-square (preset "quick", the given steps and seed) and its Trainer."""
     from elecsolver.trainer import Trainer
-    from problems import get_problem_class
+    from elecsolver.problems import get_problem_class
 
     cls = get_problem_class("helmholtz-square")
     config = cls.preset_config("quick")

@@ -62,7 +62,7 @@ def _check_out_dir(out: Path) -> None:
 def _build(args):
     """Resolve problem, preset and overrides into a validated problem (no side effects)."""
     from elecsolver.config import ConfigError, apply_overrides
-    from problems import get_problem_class
+    from elecsolver.problems import get_problem_class
 
     try:
         cls = get_problem_class(args.problem)
@@ -116,7 +116,7 @@ def run(args) -> dict | None:
     """Train and export as ``elecsolver run`` does; returns the metrics (rank 0) or None."""
     from elecsolver.export import export_run
     from elecsolver.trainer import Trainer
-    from parallel.data_parallel import init_data_parallel, shutdown
+    from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
 
     problem, out = _build(args)
     comm, info, device = init_data_parallel(args.device)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command == "problems":
-            from problems import REGISTRY
+            from elecsolver.problems import REGISTRY
 
             for name in sorted(REGISTRY):
                 print(name)
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:  # ResumeError and LaunchError are user errors too
         from elecsolver.trainer import ResumeError
-        from parallel.launch import LaunchError
+        from elecsolver.parallel.launch import LaunchError
 
         if isinstance(exc, (ResumeError, LaunchError)):
             print(f"elecsolver: error: {exc}", file=sys.stderr)

@@ -17,8 +17,8 @@ import torch
 
 from elecsolver.config import merge
 from elecsolver.trainer import Trainer
-from parallel.data_parallel import init_data_parallel, shutdown
-from problems.maxwell_point_source_2d import MaxwellPointSource2D
+from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 SMALL = {
     "network": {"kind": "multiscale", "width": 16, "depth": 2, "scales": [1.0, 4.0]},

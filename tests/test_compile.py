@@ -10,7 +10,7 @@ from torch._dynamo.utils import counters
 
 from elecsolver.config import ConfigError
 from elecsolver.trainer import Trainer
-from problems import get_problem_class
+from elecsolver.problems import get_problem_class
 
 HS = get_problem_class("helmholtz-square")
 MPS = get_problem_class("maxwell-point-source-2d")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from elecsolver.config import ConfigError, apply_overrides, config_hash
-from problems.maxwell_point_source_2d import MaxwellPointSource2D
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 
 def test_overrides_parse_json_and_keep_types():

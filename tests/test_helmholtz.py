@@ -15,7 +15,7 @@ from elecsolver.io.hdf5 import read_fields
 from elecsolver.networks import MLP, HardDirichlet
 from elecsolver.operators import evaluate
 from elecsolver.trainer import Trainer
-from problems import get_problem_class
+from elecsolver.problems import get_problem_class
 
 HS = get_problem_class("helmholtz-square")
 

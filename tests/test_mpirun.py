@@ -13,7 +13,7 @@ import pytest
 import torch
 from conftest import run_cli
 
-from parallel.launch import discover
+from elecsolver.parallel.launch import discover
 
 MPIRUN = shutil.which("mpirun", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
 
@@ -32,7 +32,7 @@ def test_discover_order():
 
 
 def test_discover_rejects_inconsistent_variables():
-    from parallel.launch import LaunchError
+    from elecsolver.parallel.launch import LaunchError
 
     with pytest.raises(LaunchError, match="rank 5 of 2"):
         discover({"RANK": "5", "WORLD_SIZE": "2"})

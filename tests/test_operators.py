@@ -11,7 +11,7 @@ from torch import nn
 from elecsolver.jets import Jet, seed_jet
 from elecsolver.networks import MLP, HardInitialCondition, build_network
 from elecsolver.operators import curl_te, curl_z, div, evaluate, grad
-from problems.maxwell_point_source_2d import MaxwellPointSource2D
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 IN, OUT = ("x", "y", "t"), ("Ex", "Ey", "Hz")
 

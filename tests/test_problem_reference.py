@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from elecsolver.config import apply_overrides
-from problems.maxwell_point_source_2d import MaxwellPointSource2D
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 
 def _residuals(nx: int, nt: int, source_sign: float = 1.0):

@@ -1,0 +1,69 @@
+"""The one atomic-write helper: every file the package writes goes through :func:`atomic_path`.
+
+A file is written under a temporary name in its destination folder and renamed over the final
+name (``os.replace``, atomic on POSIX within one file system) only once it is complete, so a
+reader never sees a half-written file and an existing file is replaced only by a complete one.
+On an exception the temporary file is removed and the destination is left as it was.
+
+The temporary file is created by :func:`tempfile.mkstemp`, which gives mode 0600; before the
+rename its mode is set to 0666 minus the process umask, as ``open()`` would have created it, so a
+colleague or a ParaView server running as another user can read the outputs (umask 022 -> 0644).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["atomic_path", "current_umask", "write_json", "write_text"]
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it; the package is not multi-threaded here)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_path(final: str | os.PathLike) -> Iterator[pathlib.Path]:
+    """Yield a temporary path next to ``final``; on success give it the umask's mode and move it to ``final``.
+
+    Parameters
+    ----------
+    final : path
+        Destination file; its folder must exist.
+
+    Raises
+    ------
+    OSError
+        If the folder is missing or not writable (nothing is left behind).
+    """
+    final = pathlib.Path(final)
+    fd, name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = pathlib.Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(final: str | os.PathLike, text: str) -> pathlib.Path:
+    """Write ``text`` (UTF-8) to ``final`` atomically; returns the path."""
+    with atomic_path(final) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return pathlib.Path(final)
+
+
+def write_json(final: str | os.PathLike, data: Any, default: Callable[[Any], Any] | None = None) -> pathlib.Path:
+    """Write ``data`` as indented JSON (keys in their order) to ``final`` atomically; returns the path."""
+    return write_text(final, json.dumps(data, indent=2, default=default) + "\n")
