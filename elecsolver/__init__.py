@@ -1,2 +1,67 @@
-"""elecsolver: physics-informed neural networks for electromagnetics."""
-__version__ = "0.1.0"
+"""elecsolver: physics-informed neural networks for electromagnetics.
+
+``import elecsolver as es`` gives what a user scripts with:
+
+- geometry: ``es.Interval``, ``es.Rectangle``, ``es.Disk``, ``es.Polygon``, ``es.Box``, ``es.Sphere``,
+  ``es.Cylinder`` (set operations ``|``, ``&``, ``-``), ``es.TimeDomain``, ``es.MeshDomain``;
+- physics: PDEs (``es.MaxwellTEz``, ``es.MaxwellTMz``, ``es.Maxwell3D``, ``es.Helmholtz``, ``es.Wave``,
+  ``es.Poisson``, ``es.Laplace``), conditions (``es.PEC``, ``es.PMC``, ``es.SilverMueller``, ``es.Dirichlet``,
+  ``es.Neumann``, ``es.Robin``, ``es.Initial``), sources (``es.Source``, ``es.GaussianPulse``,
+  ``es.GaussianProfile``, ...), ``es.Scales``;
+- the problem base ``es.Problem`` and ``es.ConfigError``;
+- training: ``es.train(problem)`` (joins the ranks under mpirun/torchrun/srun, trains, exports), ``es.main``
+  (the command line of a script), ``es.Trainer``, ``es.RunContext``;
+- fields: ``es.GridSites``, ``es.MeshSites``, ``es.FieldSet``, ``es.relative_l2``, ``es.write``, ``es.read``.
+"""
+
+__version__ = "0.2.0"
+
+from .config import ConfigError  # noqa: E402
+from .fields import FieldSet, GridSites, MeshSites, read, relative_l2, write  # noqa: E402
+from .geometry import (  # noqa: E402
+    Box,
+    Cylinder,
+    Disk,
+    Domain,
+    Interval,
+    MeshDomain,
+    Polygon,
+    Rectangle,
+    Sphere,
+    TimeDomain,
+)
+from .physics import *  # noqa: E402,F403
+from .physics import __all__ as _physics_all  # noqa: E402
+from .problem import Problem  # noqa: E402
+from .scales import C0, EPS0, ETA0, MU0, Scales  # noqa: E402
+from .training.context import RunContext  # noqa: E402
+from .training.trainer import Trainer  # noqa: E402
+
+
+def train(problem, **kwargs):
+    """Train ``problem`` and export its fields, data-parallel when a launcher started several ranks.
+
+    See :func:`elecsolver.cli.train` (composed outside the core: it is the one place, with the command line,
+    that joins ``elecsolver.parallel``).
+    """
+    from .cli import train as _train
+
+    return _train(problem, **kwargs)
+
+
+def main(problem_class=None, argv=None) -> None:
+    """The command line of a user's script: ``python my_problem.py [--steps N --out DIR ...]`` runs the
+    problem class given (or the one defined in the calling module) with every option of ``elecsolver run``;
+    exits with the command's exit code."""
+    import sys
+
+    from .cli import main as _main, script_main
+
+    if problem_class is None:
+        sys.exit(_main(argv))
+    sys.exit(script_main(problem_class, argv))
+
+
+__all__ = ["C0", "EPS0", "ETA0", "MU0", "Box", "ConfigError", "Cylinder", "Disk", "Domain", "FieldSet", "GridSites", "Interval", "MeshDomain",
+           "MeshSites", "Polygon", "Problem", "Rectangle", "RunContext", "Scales", "Sphere", "TimeDomain", "Trainer",
+           "__version__", "main", "read", "relative_l2", "train", "write", *_physics_all]

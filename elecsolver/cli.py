@@ -1,17 +1,23 @@
-"""Command line: ``elecsolver problems`` and ``elecsolver run PROBLEM [options]``.
+"""Command line (``elecsolver problems``, ``elecsolver run PROBLEM [options]``) and :func:`train`.
 
-This is the one module that composes the core, ``parallel/`` and ``problems/``.  Bad input is
-reported as one line on stderr with exit code 2, before anything is written.
+This is the one module that composes the core, ``elecsolver.parallel`` and ``elecsolver.problems``.
+PROBLEM is a registered name, a Python file defining one :class:`~elecsolver.problem.Problem` subclass
+(``path/to/my_problem.py``, or ``path/to/file.py:ClassName`` when it defines several) or an importable
+``package.module:ClassName``.  Bad input is reported as one line on stderr with exit code 2, before
+anything is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 
-__all__ = ["UsageError", "main", "run"]
+__all__ = ["UsageError", "load_problem_class", "main", "run", "script_main", "train"]
 
 log = logging.getLogger("elecsolver")
 
@@ -25,14 +31,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="elecsolver", description="Physics-informed neural networks for electromagnetics.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("problems", help="list the registered problems, one a line")
-    r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
-    r.add_argument("problem", help="a name from 'elecsolver problems'")
+def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--preset", help="training preset of the problem (e.g. ci, quick; the README lists each problem's); "
-                        "default: the problem's default")
+                   "default: the problem's default")
     r.add_argument("--steps", type=int, help="total number of training steps")
     r.add_argument("--seed", type=int, help="random seed of points and initial parameters")
     r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
@@ -47,27 +48,71 @@ def _parser() -> argparse.ArgumentParser:
                    help="run the training step through torch.compile (same numbers as eager, faster steps; "
                         "the first step compiles, tens of seconds)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="elecsolver", description="Physics-informed neural networks for electromagnetics.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("problems", help="list the registered problems, one a line")
+    r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
+    r.add_argument("problem", help="a name from 'elecsolver problems', a file my_problem.py[:Class] or "
+                   "package.module:Class")
+    _run_options(r)
     return p
 
 
-def _check_out_dir(out: Path) -> None:
-    for parent in [out, *out.parents]:
-        if parent.exists():
-            if not parent.is_dir():
-                what = "is" if parent == out else f"lies under {parent}, which is"
-                raise UsageError(f"--out {out} {what} an existing file, not a folder; choose another path")
-            break
+# problems ----------------------------------------------------------------------------------------
+def load_problem_class(spec: str):
+    """The Problem subclass named by ``spec`` (registered name, ``file.py[:Class]`` or ``module:Class``).
+
+    Raises
+    ------
+    UsageError
+        If nothing or more than one class matches (the message says what to write instead).
+    """
+    from .problem import Problem
+    from .problems import REGISTRY, get_problem_class
+
+    if spec in REGISTRY:
+        return get_problem_class(spec)
+    target, _, attr = spec.partition(":")
+    if target.endswith(".py") or os.sep in target or Path(target).is_file():
+        path = Path(target)
+        if not path.is_file():
+            raise UsageError(f"problem file {target} does not exist; give a registered name "
+                             f"({', '.join(sorted(REGISTRY))}) or an existing .py file")
+        name = f"elecsolver_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec_ = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec_)
+            sys.modules[name] = module
+            spec_.loader.exec_module(module)
+    elif attr:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as exc:
+            raise UsageError(f"cannot import {target!r} ({exc}); check the module path") from None
+    else:
+        raise UsageError(f"unknown problem {spec!r}; registered problems: {', '.join(sorted(REGISTRY))} (or give "
+                         "a file my_problem.py, or package.module:Class)")
+    if attr:
+        cls = getattr(module, attr, None)
+        if not (isinstance(cls, type) and issubclass(cls, Problem)):
+            raise UsageError(f"{target} has no Problem subclass named {attr!r}")
+        return cls
+    found = [c for c in vars(module).values()
+             if isinstance(c, type) and issubclass(c, Problem) and c.__module__ == module.__name__]
+    if len(found) != 1:
+        names = ", ".join(c.__name__ for c in found) or "none"
+        raise UsageError(f"{target} defines {len(found)} Problem subclasses ({names}); name one as {target}:Class")
+    return found[0]
 
 
-def _build(args):
-    """Resolve problem, preset and overrides into a validated problem (no side effects)."""
-    from elecsolver.config import ConfigError, apply_overrides
-    from elecsolver.problems import get_problem_class
+def _configure(cls, args):
+    """A validated problem from the class, preset and options (no side effects)."""
+    from .config import ConfigError, apply_overrides
 
-    try:
-        cls = get_problem_class(args.problem)
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
     try:
         config = cls.preset_config(args.preset)
         training = config["training"]
@@ -82,13 +127,23 @@ def _build(args):
         config = apply_overrides(config, args.overrides)
         if args.compile:
             config["training"]["compile"] = True
-        if config["training"].get("compile") and config["training"].get("derivatives") == "autograd":
-            raise UsageError("--compile (training.compile) needs jet derivatives, but training.derivatives is "
-                             "'autograd' (nested autograd cannot be compiled); drop one of the two")
-        problem = cls(config)
-        problem.validate()
+        return cls(config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _check_out_dir(out: Path) -> None:
+    for parent in [out, *out.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                what = "is" if parent == out else f"lies under {parent}, which is"
+                raise UsageError(f"--out {out} {what} an existing file, not a folder; choose another path")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"--out {out}: {parent} is not writable by this user; choose another folder")
+            break
+
+
+def _check_args(args) -> Path:
     if args.stop_after is not None and args.stop_after < 1:
         raise UsageError(f"--stop-after must be >= 1, got {args.stop_after}")
     if not (args.device == "cpu" or args.device.startswith("cuda")):
@@ -102,7 +157,7 @@ def _build(args):
     _check_out_dir(out)
     if args.resume and not (out / "checkpoint.pt").is_file():
         raise UsageError(f"--resume: no checkpoint in {out}; run without --resume to start fresh")
-    return problem, out
+    return out
 
 
 def _setup_logging(rank: int, quiet: bool) -> None:
@@ -112,66 +167,124 @@ def _setup_logging(rank: int, quiet: bool) -> None:
                         datefmt="%H:%M:%S", force=True)
 
 
-def run(args) -> dict | None:
-    """Train and export as ``elecsolver run`` does; returns the metrics (rank 0) or None."""
-    from elecsolver.export import export_run
-    from elecsolver.trainer import Trainer
-    from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
+# training ------------------------------------------------------------------------------------------
+def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", preset: str | None = None,
+          resume: bool = False, stop_after: int | None = None, quiet: bool = False) -> dict | None:
+    """Train ``problem`` and write its outputs: data parallel over the ranks a launcher started.
 
-    problem, out = _build(args)
-    comm, info, device = init_data_parallel(args.device)
-    _setup_logging(info.rank, args.quiet)
+    Under ``mpirun``, ``torchrun`` or ``srun`` every rank calls this with the same problem; the ranks join
+    one process group (``elecsolver.parallel``), each trains on its spatial shard of the points, and the
+    writer rank computes the reference and writes ``out/`` (fields.h5 + fields.xdmf, metrics.json, PNGs,
+    convergence.csv, checkpoint.pt).  One process: the same without the group.
+
+    Parameters
+    ----------
+    problem : Problem
+    out : path
+        Output folder (created on the writer rank).
+    device : str
+        "cpu" or "cuda".
+    preset : str, optional
+        Recorded in metrics.json.
+    resume : bool
+        Continue from ``out/checkpoint.pt``.
+    stop_after : int, optional
+        Train up to this step, checkpoint and return None.
+    quiet : bool
+        No progress bar, warnings only.
+
+    Returns
+    -------
+    dict or None
+        The metrics (writer rank, finished run), else None.
+
+    Raises
+    ------
+    ResumeError, LaunchError
+        For a checkpoint that does not fit or ranks that cannot meet.
+    """
+    from .export import export_run
+    from .parallel.data_parallel import apply_data_parallel, init_data_parallel, shutdown
+    from .training.trainer import Trainer, build_model
+
+    out = Path(out)
+    comm, info, dev = init_data_parallel(device)
+    _setup_logging(info.rank, quiet)
     try:
-        if info.rank == 0:
+        reference = problem.reference() if info.rank == 0 else None
+        model = build_model(problem, dev)
+        context = apply_data_parallel(model, comm)
+        trainer = Trainer(problem, model, context, device=str(dev), out_dir=out, reference=reference,
+                          progress=not quiet)  # checks every residual: nothing is written before this
+        if context.is_writer:
             out.mkdir(parents=True, exist_ok=True)
-            reference = problem.reference()
-        else:
-            reference = None
-        trainer = Trainer(problem, comm=comm, device=str(device), out_dir=out, reference=reference,
-                          progress=not args.quiet)
-        if args.resume:
+        if resume:
             trainer.load_checkpoint(out / "checkpoint.pt")
-            log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.config["training"]["steps"])
-        trainer.train(stop_after=args.stop_after)
-        if trainer.step < problem.config["training"]["steps"]:
+            log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.steps)
+        trainer.train(stop_after=stop_after)
+        if trainer.step < problem.training.steps:
             log.info("stopped at step %d; continue with --resume", trainer.step)
             return None
-        metrics = export_run(trainer, reference, out, args.preset or type(problem).default_preset) \
-            if info.rank == 0 else None
-        if comm is not None:
-            comm.barrier()
+        metrics = export_run(trainer, reference, out, preset or type(problem).default_preset) \
+            if context.is_writer else None
+        context.barrier()
         return metrics
     finally:  # no closing barrier while an exception propagates: the other ranks may never arrive
         shutdown(clean=sys.exc_info()[0] is None)
 
 
+def run(args, cls=None) -> dict | None:
+    """Train and export as ``elecsolver run`` does; returns the metrics (writer rank) or None."""
+    cls = cls if cls is not None else load_problem_class(args.problem)
+    problem = _configure(cls, args)
+    out = _check_args(args)
+    return train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
+                 stop_after=args.stop_after, quiet=args.quiet)
+
+
+def _report(metrics: dict | None) -> None:
+    if metrics and metrics.get("rel_l2"):
+        rel = metrics["rel_l2"]
+        print("relative L2 error  " + "  ".join(
+            f"{w}: " + ", ".join(f"{k} {v:.3%}" for k, v in rel[w].items()) for w in rel))
+
+
+def _guarded(fn) -> int:
+    from .config import ConfigError
+    from .parallel.launch import LaunchError
+    from .training.trainer import ResumeError
+
+    try:
+        _report(fn())
+        return 0
+    except (UsageError, ConfigError, ResumeError, LaunchError) as exc:
+        print(f"elecsolver: error: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``elecsolver`` command; returns the exit code."""
-    try:
+    def go():
         args = _parser().parse_args(argv)
         if args.command == "problems":
-            from elecsolver.problems import REGISTRY
+            from .problems import REGISTRY
 
             for name in sorted(REGISTRY):
                 print(name)
-            return 0
-        metrics = run(args)
-        if metrics is not None:
-            rel = metrics["rel_l2"]
-            print("relative L2 error  " + "  ".join(
-                f"{w}: " + ", ".join(f"{k} {v:.3%}" for k, v in rel[w].items()) for w in rel))
-        return 0
-    except UsageError as exc:
-        print(f"elecsolver: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # ResumeError and LaunchError are user errors too
-        from elecsolver.trainer import ResumeError
-        from elecsolver.parallel.launch import LaunchError
+            return None
+        return run(args)
 
-        if isinstance(exc, (ResumeError, LaunchError)):
-            print(f"elecsolver: error: {exc}", file=sys.stderr)
-            return 2
-        raise
+    return _guarded(go)
+
+
+def script_main(cls, argv: list[str] | None = None) -> int:
+    """``python my_problem.py [options]``: run ``cls`` with the options of ``elecsolver run``; the exit code."""
+    def go():
+        p = _Parser(prog=Path(sys.argv[0]).name, description=(cls.__doc__ or cls.name).strip().splitlines()[0])
+        _run_options(p)
+        return run(p.parse_args(argv), cls)
+
+    return _guarded(go)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ from torch import nn
 
 from .jets import Jet
 
-__all__ = ["ACTIVATIONS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "FuncJet", "HardDirichlet",
-           "HardInitialCondition",
-           "InputScaling", "JetLinear", "MultiscaleMLP", "Residual", "build_network"]
+__all__ = ["ACTIVATIONS", "BODIES", "INITS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "FuncJet",
+           "HardDirichlet", "HardInitialCondition", "InputScaling", "JetLinear", "MultiscaleMLP", "Network", "Residual",
+           "build_body", "build_network"]
 
 
 class ActivationRule(NamedTuple):
@@ -385,7 +385,7 @@ def build_network(kind: str, in_features: int, out_features: int, lower: Sequenc
 
 
 class HardInitialCondition(nn.Module):
-    """Output transform u(x, t) = ((t - t_start) / span) * N(x, t), so that u = 0 at t = t_start exactly.
+    """Head u(x, t) = ((t - t_start) / span) * y(x, t), so that u = 0 at t = t_start exactly.
 
     A hard constraint as an output transform (Lagaris, Likas & Fotiadis, IEEE Trans. Neural Netw. 9
     (1998) 987; Lu et al., SIAM J. Sci. Comput. 43 (2021) B1105), on jets by the product rule
@@ -393,32 +393,38 @@ class HardInitialCondition(nn.Module):
 
     Parameters
     ----------
-    net : nn.Module
-        The network N, [N, d] -> [N, c].
     t_column : int
         Column of t in the input.
     t_start, span : float
         Start time and time scale, in the network's (nondimensional) input units.
+
+    Shapes: ``forward(y, x)`` with y [N, c] (or a jet) the body's output and x [N, d] (or the input jet).
+
+    Raises
+    ------
+    ValueError
+        If span <= 0.
     """
 
-    def __init__(self, net: nn.Module, t_column: int, t_start: float, span: float):
+    def __init__(self, t_column: int, t_start: float, span: float):
         super().__init__()
         if span <= 0:
             raise ValueError(f"span must be positive, got {span}")
-        self.net = net
         self.t_column, self.t_start, self.span = int(t_column), float(t_start), float(span)
 
-    def forward(self, x):
-        out = self.net(x)
+    def forward(self, y, x):
         if isinstance(x, Jet):
             tj = x.channels[:, :, self.t_column : self.t_column + 1]  # [1+K+P+L, N, 1]
             phi = torch.cat([((tj[0] - self.t_start) / self.span).unsqueeze(0), tj[1:] / self.span], dim=0)
-            return x.like(phi) * out
-        return out * ((x[:, self.t_column : self.t_column + 1] - self.t_start) / self.span)
+            return x.like(phi) * y
+        return y * ((x[:, self.t_column : self.t_column + 1] - self.t_start) / self.span)
+
+    def extra_repr(self) -> str:
+        return f"t_column={self.t_column}, t_start={self.t_start}, span={self.span}"
 
 
 class HardDirichlet(nn.Module):
-    """Output transform u(x) = b(x) N(x) with b(x) = prod_i (x_i - lower_i)(upper_i - x_i) / h_i^2,
+    """Head u(x) = b(x) y(x) with b(x) = prod_i (x_i - lower_i)(upper_i - x_i) / h_i^2,
     h_i = (upper_i - lower_i) / 2, so that u = 0 on every face of the box exactly (a homogeneous
     Dirichlet condition, e.g. tangential E on a PEC wall).
 
@@ -430,8 +436,6 @@ class HardDirichlet(nn.Module):
 
     Parameters
     ----------
-    net : nn.Module
-        The network N, [N, d] -> [N, c].
     lower, upper : sequence of float
         The box faces, one pair per constrained column (input units).
     columns : sequence of int, optional
@@ -441,13 +445,15 @@ class HardDirichlet(nn.Module):
         Divide each factor by h_i^2 (default True); False gives b = prod_i (x_i - lower_i)(upper_i - x_i)
         as written, e.g. x (1 - x) y (1 - y) with max 1/16 on the unit square (DeepXDE's demos).
 
+    Shapes: ``forward(y, x)`` with y [N, c] (or a jet) the body's output and x [N, d] (or the input jet).
+
     Raises
     ------
     ValueError
         If the lengths differ or upper <= lower somewhere.
     """
 
-    def __init__(self, net: nn.Module, lower: Sequence[float], upper: Sequence[float],
+    def __init__(self, lower: Sequence[float], upper: Sequence[float],
                  columns: Sequence[int] | None = None, normalise: bool = True):
         super().__init__()
         self.normalise = bool(normalise)
@@ -456,7 +462,6 @@ class HardDirichlet(nn.Module):
         if not (len(lower) == len(upper) == len(columns)) or any(h <= lo for lo, h in zip(lower, upper)):
             raise ValueError(f"a Dirichlet box needs one (lower < upper) per column, got lower={lower}, "
                              f"upper={upper}, columns={columns}")
-        self.net = net
         self.lower, self.upper, self.columns = lower, upper, columns
 
     def factor(self, x):
@@ -476,12 +481,80 @@ class HardDirichlet(nn.Module):
             out = term if out is None else out * term
         return out
 
-    def forward(self, x):
-        y = self.net(x)
+    def forward(self, y, x):
         return self.factor(x) * y
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}, columns={self.columns}, normalise={self.normalise}"
+
+
+class Network(nn.Module):
+    """A network as a flat body of jet layers followed by heads (output transforms).
+
+    The body is an ``nn.Sequential`` of layers that each map a tensor or a jet to the same kind (so it can
+    be cut into pipeline stages between any two layers); each head sees the body's output and the input,
+    ``y = head(y, x)``, e.g. a hard initial condition, a hard Dirichlet factor or a near-field ansatz.
+
+    Parameters
+    ----------
+    body : nn.Sequential
+        [N, d] -> [N, c] (tensors or jets).
+    heads : sequence of nn.Module
+        Each with ``forward(y, x)``, applied in order.
+
+    Shapes: [N, d] -> [N, c]; jets [1+K+P+L, N, d] -> [1+K+P+L, N, c].
+    """
+
+    def __init__(self, body: nn.Module, heads: Sequence[nn.Module] = ()):
+        super().__init__()
+        self.body = body if isinstance(body, nn.Sequential) else nn.Sequential(body)
+        self.heads = nn.ModuleList(heads)
+
+    def forward(self, x):
+        y = self.body(x)
+        for head in self.heads:
+            y = head(y, x)
+        return y
+
+
+INITS = ("auto", "glorot", "siren")
+
+
+def _mlp_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
+    mlp = MLP(d_in, d_out, o.width, o.depth, o.activation, o.first_omega, o.output_gain, o.init)
+    return list(mlp.layers)
+
+
+def _multiscale_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
+    return [MultiscaleMLP(d_in, d_out, o.width, o.depth, o.activation, o.scales, o.first_omega, o.output_gain, o.init)]
+
+
+BODIES: dict[str, Callable] = {"mlp": _mlp_layers, "multiscale": _multiscale_layers}
+
+
+def build_body(options, in_features: int, out_features: int, lower: Sequence[float],
+               upper: Sequence[float]) -> nn.Sequential:
+    """The flat body the ``network`` block describes: input scaling to [-1, 1] over the box [lower, upper]
+    (``input_scaling``), optional Fourier features (``fourier_features`` > 0 rows, ``fourier_scale``), then
+    the layers of ``kind`` ("mlp": linear and activation layers; "multiscale": one multiscale block).
+
+    Parameters
+    ----------
+    options : NetworkOptions
+        The validated ``network`` block (:class:`elecsolver.training.options.NetworkOptions`).
+    in_features, out_features : int
+    lower, upper : sequence of float
+        The input box in training units.
+    """
+    layers: list[nn.Module] = []
+    if options.input_scaling:
+        layers.append(InputScaling(lower, upper))
+    d = in_features
+    if options.fourier_features:
+        layers.append(FourierFeatures(in_features, options.fourier_features, options.fourier_scale))
+        d = 2 * options.fourier_features
+    layers += BODIES[options.kind](options, d, out_features)
+    return nn.Sequential(*layers)
 
 
 class FuncJet(nn.Module):

@@ -77,7 +77,13 @@ class Fields:
         KeyError
             For an unknown component or input, or an input whose derivative was not requested.
         """
-        return self.jet.derivative(self._column(wrt))[:, self._component(name)]
+        col, comp = self._column(wrt), self._component(name)
+        try:
+            return self.jet.derivative(col)[:, comp]
+        except KeyError:
+            have = tuple(self.inputs[k] for k in self.jet.wrt)
+            raise KeyError(f"d{name}/d{wrt} is read but was not declared: the derivatives carried are along "
+                           f"{have}; add {wrt!r} to the derivatives the residual declares (wrt)") from None
 
     def d2(self, name: str, wrt_i: str, wrt_j: str) -> torch.Tensor:
         """d2(component ``name``)/d(input ``wrt_i``) d(input ``wrt_j``), shape [N] (either order).

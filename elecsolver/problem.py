@@ -1,9 +1,24 @@
-"""Problem definition: what a PINN run needs to know about the physics.
+"""A problem is a declaration; this base class owns the mechanics.
 
-A problem declares its inputs and field components (names and SI units), its nondimensional
-scales, its constraints (where points are sampled and what residual vanishes there), its network,
-the output grid, and a reference solution to measure against.  The trainer and the command line
-work with any subclass of :class:`Problem`; ``problems/`` holds the shipped ones.
+A leaf subclass declares, in :meth:`Problem.setup` (which reads ``self.config``, SI units):
+
+- ``domain``: where the fields live, from :mod:`elecsolver.geometry` (a spatial domain for a static or
+  time-harmonic problem, ``TimeDomain(space, t0, t1)`` for a time-dependent one);
+- ``pde``: a PDE object of :mod:`elecsolver.physics` (it names the fields and their units);
+- ``conditions``: boundary conditions bound to boundary tags of the domain, and initial values;
+- ``scales``: a :class:`~elecsolver.scales.Scales` (default: L = 1 m, E0 = 1 V/m, T = L/c0, H0 = E0/eta0);
+- ``output`` (sites: :class:`~elecsolver.fields.GridSites` or :class:`~elecsolver.fields.MeshSites`, SI)
+  and ``times`` (s, or None);
+- optionally ``regions`` ({name: spatial Domain}: extra PDE collocation clouds, e.g. dense points near a
+  source), ``heads`` (output transforms in training units, e.g. a near-field ansatz), ``windows``
+  ({name: t_max in s or None}: the error windows of the metrics), ``progress_window`` and a closed form
+  :meth:`exact` (SI, torch tensors in, {field: tensor} out) or an overridden :meth:`reference`.
+
+The base validates the shared configuration blocks (one place: :mod:`elecsolver.training.options`),
+derives the inputs (the domain's axes, then t), nondimensionalises (``scales``), samples every
+constraint from the domain and its tags, builds the network (body from ``network``, heads from the
+declarations) and evaluates the output sites.  A subclass adds checks in :meth:`check`; it never re-lists
+choices other modules own.
 """
 
 from __future__ import annotations
@@ -18,10 +33,20 @@ import torch
 from torch import nn
 
 from .config import ConfigError, merge
+from .geometry import Domain, TimeDomain
 from .operators import Fields
+from .physics.base import PDE, Condition, Context, Derivatives
 from .sampling import PointCloud
+from .scales import Scales
+from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, TrainingOptions
 
-__all__ = ["Constraint", "Problem", "relative_l2"]
+__all__ = ["Constraint", "Problem", "ProblemError", "relative_l2"]
+
+_AXES = ("x", "y", "z")
+
+
+class ProblemError(ConfigError):
+    """A declaration or configuration a problem cannot be built from (one line naming what to fix)."""
 
 
 @dataclass
@@ -31,22 +56,16 @@ class Constraint:
     Attributes
     ----------
     name : str
-        Label used in logs and for per-constraint shard sizes ("pde", "boundary", ...).
+        Label of the loss term ("pde", "pec", ...).
     sample : callable
-        ``sample(seed, progress) -> PointCloud``: the global cloud (all ranks), nondimensional,
-        float64; ``progress`` in [0, 1] is the fraction of training done (for curricula).
+        ``sample(seed, progress) -> PointCloud``: the global cloud (all ranks), nondimensional, float64;
+        ``progress`` in [0, 1] is the fraction of training done (for curricula).
     residual : callable
-        ``residual(fields, points, normals) -> Tensor [N, m]``: m residual components per point.
-    wrt : tuple of str
-        Inputs whose first derivatives ``residual`` reads (empty: values only).
+        ``residual(fields, points, normals) -> Tensor [N, m]``.
+    wrt, second, laplacian
+        The derivatives the residual reads (see :class:`~elecsolver.physics.base.Derivatives`).
     weight : float
         Term weight in the loss.
-    second : tuple of (str, str)
-        Input pairs whose second derivatives ``residual`` reads with ``Fields.d2`` (e.g. the
-        mixed pairs of grad-div); passed to :func:`elecsolver.operators.evaluate`.
-    laplacian : dict str -> float, optional
-        Weights of one summed Laplacian channel that ``residual`` reads with ``Fields.lap``
-        (e.g. {"x": 1, "y": 1}); one channel whatever the number of inputs.
     """
 
     name: str
@@ -59,46 +78,83 @@ class Constraint:
 
 
 def relative_l2(pred: np.ndarray, ref: np.ndarray) -> float:
-    """Relative L2 error ||pred - ref||_2 / ||ref||_2 over all entries (inf if ref is zero)."""
+    """Relative L2 error ||pred - ref||_2 / ||ref||_2 over all entries (inf if ref is zero and pred is not)."""
     den = float(np.linalg.norm(ref))
-    num = float(np.linalg.norm(pred - ref))
+    num = float(np.linalg.norm(np.asarray(pred) - np.asarray(ref)))
     return num / den if den > 0 else (0.0 if num == 0 else float("inf"))
 
 
 class Problem:
-    """Base class of a PINN problem.  Subclasses set the class attributes and override the hooks.
+    """Base class of a problem; see the module docstring for what a subclass declares.
 
     Class attributes
     ----------------
     name : str
-        Registry name, e.g. "maxwell-point-source-2d".
-    inputs, outputs : tuple of str
-        Input columns (e.g. ("x", "y", "t")) and field components (e.g. ("Ex", "Ey", "Hz")).
-    units : dict
-        SI unit of every input and output name.
+        Registry name (``elecsolver run NAME``).
+    defaults : dict
+        The problem's own configuration sections and its changes to the shared blocks (``training``,
+        ``sampling``, ``network``); merged over :data:`elecsolver.training.options.BASE_CONFIG`.
     presets : dict
-        Preset name -> nested changes to :meth:`default_config`.
+        Preset name -> nested changes to the default configuration.
     default_preset : str
+
+    Parameters
+    ----------
+    config : dict, optional
+        Full configuration (default: the default preset's).
+
+    Raises
+    ------
+    ConfigError
+        For an invalid configuration or declaration (one line naming the key or object).
     """
 
-    name = "problem"
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-    units: ClassVar[dict[str, str]] = {}
-    presets: ClassVar[dict[str, dict]] = {}
-    default_preset = "quick"
+    name: ClassVar[str] = "problem"
+    defaults: ClassVar[dict] = {}
+    presets: ClassVar[dict[str, dict]] = {"quick": {}}
+    default_preset: ClassVar[str] = "quick"
+
+    # declarations (set in setup)
+    domain: Domain
+    pde: PDE
+    conditions: list[Condition]
+    scales: Scales
+    output: object
+    times: np.ndarray | None
+    regions: dict[str, Domain]
+    heads: list[nn.Module]
+    windows: dict[str, float | None]
+    progress_window: str | None
 
     def __init__(self, config: dict | None = None):
-        self.config = copy.deepcopy(config) if config is not None else self.default_config()
+        self.config = copy.deepcopy(config) if config is not None else self.preset_config()
+        self.training = TrainingOptions.from_config(self.config)
+        self.sampling = SamplingOptions.from_config(self.config)
+        self.network = NetworkOptions.from_config(self.config)
+        self.conditions, self.scales, self.times, self.regions, self.heads = [], Scales(), None, {}, []
+        self.windows, self.progress_window, self.output = {"full": None}, None, None
+        try:
+            self.setup()
+            self.check()
+            self._finish()
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ProblemError(f"{self.name}: {exc}") from None
+
+    # configuration ---------------------------------------------------------------------------
+    @classmethod
+    def _base_config(cls) -> dict:
+        return _merge_new(BASE_CONFIG, cls.defaults)
 
     @classmethod
     def default_config(cls) -> dict:
-        """The full configuration with every key a user can ``--set``."""
-        raise NotImplementedError
+        """The full configuration with every key a user can ``--set`` (``loss`` lists the declared terms)."""
+        return cls._with_loss(cls._base_config())
 
     @classmethod
     def preset_config(cls, preset: str | None = None) -> dict:
-        """Default configuration with a preset's changes applied.
+        """The default configuration with a preset's changes applied.
 
         Raises
         ------
@@ -108,79 +164,299 @@ class Problem:
         preset = preset or cls.default_preset
         if preset not in cls.presets:
             raise ConfigError(f"unknown preset {preset!r} for {cls.name}; choose one of {sorted(cls.presets)}")
-        return merge(cls.default_config(), cls.presets[preset])
+        return cls._with_loss(merge(cls._base_config(), cls.presets[preset]))
 
-    # hooks ------------------------------------------------------------------------------
-    def validate(self) -> None:
-        """Raise ConfigError if the configuration is not physically meaningful."""
+    @classmethod
+    def _with_loss(cls, config: dict) -> dict:
+        """``config`` with a ``loss`` section {term: weight} for every declared loss term."""
+        if "loss" in config:
+            return config
+        probe = cls.__new__(cls)
+        Problem.__init__(probe, {**config, "loss": {}})
+        out = copy.deepcopy(config)
+        out["loss"] = {c.name: c.weight for c in probe.constraints()}
+        return out
 
-    def validate_training(self) -> None:
-        """Check the ``training`` block every problem shares (steps, dtype, derivatives, lr, lr_final,
-        and log_every / checkpoint_every where present).
+    def setup(self) -> None:
+        """Declare domain, pde, conditions, scales, output, times (and optional regions, heads, windows)."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Extra checks of a subclass (raise ValueError or ConfigError naming the key)."""
+
+    # derived ---------------------------------------------------------------------------------
+    def _finish(self) -> None:
+        if not isinstance(getattr(self, "domain", None), Domain):
+            raise ValueError("setup() must set self.domain to an elecsolver.geometry domain")
+        if not isinstance(getattr(self, "pde", None), PDE):
+            raise ValueError("setup() must set self.pde to an elecsolver.physics PDE")
+        space = self.space_domain
+        self.inputs = (*_AXES[: space.dim], *(("t",) if self.time_dependent else ()))
+        self.pde.check_inputs(self.inputs)
+        self.outputs = tuple(self.pde.fields)
+        self.units = {**{a: "m" for a in self.inputs if a != "t"}, **({"t": "s"} if self.time_dependent else {}),
+                      **self.pde.units}
+        self.context = Context(self.inputs, self.scales, dict(self.pde.units), self.pde)
+        names = [self.pde.name, *self.regions, *(c.name for c in self.conditions)]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"loss terms {dup} are declared twice; give each condition its own name=")
+        tags = set(space.boundary_tags())
+        for c in self.conditions:
+            if not isinstance(c, Condition):
+                raise ValueError(f"conditions must be elecsolver.physics conditions, got {c!r}")
+            if c.where == "initial" and not self.time_dependent:
+                raise ValueError(f"condition {c.name!r} holds at t = t0, but the domain is not a TimeDomain")
+            unknown = sorted(set(c.on or ()) - tags)
+            if unknown:
+                raise ValueError(f"condition {c.name!r} is on tags {unknown}, but the domain's boundary tags are "
+                                 f"{sorted(tags)}")
+        if self.hard_initial:
+            bad = [c.name for c in self.conditions if c.where == "initial" and getattr(c, "values", None) is not None]
+            if bad:
+                raise ValueError(f"network.hard_initial imposes zero initial fields, but {bad} has values; set "
+                                 "network.hard_initial=false")
+        unknown_w = sorted(set(self.config.get("loss", {})) - {c.name for c in self._declared()})
+        if unknown_w and self.config.get("loss"):
+            raise ConfigError(f"loss weights for {unknown_w}: no such loss term; the terms are "
+                              f"{[c.name for c in self._declared()]}")
+
+    @property
+    def time_dependent(self) -> bool:
+        return isinstance(self.domain, TimeDomain)
+
+    @property
+    def space_domain(self) -> Domain:
+        """The spatial domain (the domain itself for a static problem)."""
+        return self.domain.domain if self.time_dependent else self.domain
+
+    @property
+    def hard_initial(self) -> bool:
+        """Whether zero initial fields are imposed through the network's head (``network.hard_initial``)."""
+        return self.time_dependent and (self.network.hard_initial or any(
+            getattr(c, "hard", False) for c in self.conditions if c.where == "initial"))
+
+    def _declared(self) -> list:
+        """PDE, regions and conditions that form loss terms (hard initial conditions excluded)."""
+        out = [self.pde] + [_Named(n) for n in self.regions]
+        return out + [c for c in self.conditions if not (c.where == "initial" and self.hard_initial)]
+
+    def training_units(self, points_si: np.ndarray) -> np.ndarray:
+        """SI points [N, d] (m, s) -> training units (x/L, t/T)."""
+        unit = np.array([self.scales.time if a == "t" else self.scales.length for a in self.inputs])
+        return np.asarray(points_si, dtype=np.float64) / unit
+
+    # sampling --------------------------------------------------------------------------------
+    def _time_window(self, domain: Domain, progress: float) -> Domain:
+        """The space-time domain sampled at this point of training (causal curriculum, ``sampling.time_ramp``).
+
+        The window [t0, t0 + f (t1 - t0)] grows linearly from f = time_ramp_start to 1 over the first
+        ``time_ramp`` of the steps, so early times are fitted first (the causality argument of Wang,
+        Sankaran & Perdikaris, CMAME 421 (2024) 116813, applied to sampling, not to loss weights).
+        """
+        if not self.time_dependent:
+            return domain
+        s, t0, t1 = self.sampling, self.domain.t0, self.domain.t1
+        frac = 1.0 if s.time_ramp <= 0 else min(1.0, s.time_ramp_start + (1 - s.time_ramp_start) * progress / s.time_ramp)
+        return TimeDomain(domain, t0, t0 + frac * (t1 - t0))
+
+    def _cloud(self, kind: str, domain: Domain, n: int, seed: int, progress: float, tags=None) -> PointCloud:
+        dom = self._time_window(domain, progress)
+        method = self.sampling.method
+        if kind == "interior":
+            c = dom.sample_interior(n, method, seed)
+        elif kind == "boundary":
+            c = dom.sample_boundary(n, method, seed, tags=tags)
+        else:
+            c = self.domain.sample_initial(n, method, seed)
+        return PointCloud(self.training_units(c.points), c.normals, c.weights)
+
+    def _count(self, name: str, fallback: str, declared: int | None = None) -> int:
+        if declared is not None:
+            return declared
+        smp = self.config["sampling"]
+        return int(smp[name]) if name in smp else int(smp[fallback])
+
+    def constraints(self) -> list[Constraint]:
+        """Every loss term: the PDE on the domain (and on each region), each condition on its tags."""
+        ctx, out = self.context, []
+        weights = self.config.get("loss", {})
+        d = self.pde.derivatives(self.inputs, self.scales)
+        pde_res = self._pde_residual
+
+        def make(name, sample, residual, der: Derivatives, weight):
+            out.append(Constraint(name, sample, residual, tuple(der.wrt), float(weights.get(name, weight)),
+                                  tuple(der.second), der.laplacian_dict()))
+
+        n_pde = self._count(self.pde.name, "interior", getattr(self, "interior_points", None))
+        make(self.pde.name, self._pde_sampler(n_pde), pde_res, d, 1.0)
+        for rname, region in self.regions.items():
+            n = self._count(rname, "interior")
+            inside = region & self.space_domain
+
+            def sample_region(seed, progress=1.0, n=n, inside=inside):
+                return self._cloud("interior", inside, n, seed, progress)
+
+            make(rname, sample_region, pde_res, d, 1.0)
+        for c in self.conditions:
+            if c.where == "initial" and self.hard_initial:
+                continue
+            n = self._count(c.name, c.where, c.points)
+
+            def sample_c(seed, progress=1.0, c=c, n=n):
+                return self._cloud(c.where, self.space_domain, n, seed, progress, tags=c.on)
+
+            def res_c(f, pts, nrm, c=c):
+                return c.residual(f, pts, nrm, ctx)
+
+            make(c.name, sample_c, res_c, c.derivatives(self.inputs), c.weight)
+        return [c for c in out if self._count_of(c) > 0 and c.weight > 0]
+
+    def _count_of(self, c: Constraint) -> int:
+        if c.name == self.pde.name:
+            return self._count(c.name, "interior", getattr(self, "interior_points", None))
+        if c.name in self.regions:
+            return self._count(c.name, "interior")
+        cond = next(k for k in self.conditions if k.name == c.name)
+        return self._count(cond.name, cond.where, cond.points)
+
+    def _pde_sampler(self, n: int):
+        anchors = self.sampling.pde_on_boundary
+
+        def sample(seed, progress=1.0):
+            cloud = self._cloud("interior", self.space_domain, n, seed, progress)
+            if not anchors:
+                return cloud
+            # as DeepXDE does, the residual is also taken at the boundary points of every condition
+            extra = [self._cloud("boundary", self.space_domain, self._count(c.name, c.where, c.points), seed,
+                                 progress, tags=c.on).points for c in self.conditions if c.where == "boundary"]
+            if not extra and self.config["sampling"].get("boundary", 0):
+                extra = [self._cloud("boundary", self.space_domain, self.sampling.boundary, seed, progress).points]
+            return PointCloud(np.concatenate([cloud.points, *extra]))
+
+        return sample
+
+    def _pde_residual(self, f: Fields, points: torch.Tensor, normals=None) -> torch.Tensor:
+        return self.pde.residual(f, points, self.context)
+
+    def sample(self, name: str, seed: int = 0, progress: float = 1.0) -> PointCloud:
+        """The global cloud of loss term ``name`` (training units) for a seed: a public seam for tests.
 
         Raises
         ------
-        ConfigError
-            Naming the first bad entry.
+        KeyError
+            For an unknown term (the message lists them).
         """
-        tr = self.config["training"]
-        if tr["steps"] < 1:
-            raise ConfigError(f"training.steps must be >= 1, got {tr['steps']}")
-        if tr["dtype"] not in ("float32", "float64"):
-            raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {tr['dtype']!r}")
-        if tr["derivatives"] not in ("jet", "autograd"):
-            raise ConfigError(f"training.derivatives must be 'jet' or 'autograd', got {tr['derivatives']!r}")
-        if not (tr["lr"] > 0 and tr["lr_final"] > 0):
-            raise ConfigError("training.lr and training.lr_final must be positive")
-        for key in ("log_every", "checkpoint_every"):
-            if key in tr and tr[key] < 1:
-                raise ConfigError(f"training.{key} must be >= 1, got {tr[key]}")
+        return self.constraint(name).sample(seed, progress)
 
-    def scales(self) -> dict[str, float]:
-        """Nondimensional scales (SI), written into every output."""
-        raise NotImplementedError
+    def constraint(self, name: str) -> Constraint:
+        """The loss term ``name``.
 
-    def constraints(self) -> list[Constraint]:
-        raise NotImplementedError
+        Raises
+        ------
+        KeyError
+            For an unknown term (the message lists them).
+        """
+        for c in self.constraints():
+            if c.name == name:
+                return c
+        raise KeyError(f"no loss term {name!r}; the terms are {[c.name for c in self.constraints()]}")
 
+    # network ---------------------------------------------------------------------------------
     def build_network(self) -> nn.Module:
+        """Body from the ``network`` block (inputs scaled to [-1, 1] over the domain's box), then the heads:
+        hard zero initial fields if declared, then ``heads``."""
+        from .networks import HardInitialCondition, Network, build_body
+
+        lo, hi = self.domain.bbox()
+        lo, hi = self.training_units(lo[None])[0], self.training_units(hi[None])[0]
+        body = build_body(self.network, len(self.inputs), len(self.outputs), lo.tolist(), hi.tolist())
+        heads: list[nn.Module] = []
+        if self.hard_initial:
+            t = self.inputs.index("t")
+            heads.append(HardInitialCondition(t_column=t, t_start=float(lo[t]), span=float(hi[t] - lo[t])))
+        return Network(body, [*heads, *self.heads])
+
+    # output ----------------------------------------------------------------------------------
+    def exact(self, *coords: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Closed-form solution (SI) at SI coordinates, if the problem has one."""
         raise NotImplementedError
 
-    def output_coords(self) -> dict[str, np.ndarray]:
-        """Output grid axes in SI units, e.g. {"x": [nx], "y": [ny], "t": [nt]}."""
-        raise NotImplementedError
+    def has_exact(self) -> bool:
+        return type(self).exact is not Problem.exact
 
-    def grid_points(self) -> np.ndarray:
-        """Nondimensional network inputs at every output grid point, float64 [nt*ny*nx, d]."""
-        raise NotImplementedError
+    def reference(self):
+        """Reference fields on the output sites and times (a FieldSet), or None.
 
-    def to_si(self, values: np.ndarray) -> dict[str, np.ndarray]:
-        """Network outputs [M, c] (nondimensional) -> SI arrays shaped like the output grid."""
-        raise NotImplementedError
+        Default: :meth:`exact` evaluated there.
+        """
+        if not self.has_exact():
+            return None
+        from .fields import FieldSet
 
-    def reference(self, cache_dir=None) -> dict[str, np.ndarray]:
-        """Reference fields on the output grid, SI, each [nt, ny, nx]."""
-        raise NotImplementedError
+        template = self.output_fieldset(np.zeros((self.output_points().shape[0], len(self.outputs))))
+        pts = torch.as_tensor(template.points(), dtype=torch.float64)
+        out = self.exact(*pts.T)
+        cols = [torch.as_tensor(out.get(n, 0.0), dtype=torch.float64).expand(pts.shape[0]) for n in self.outputs]
+        return self.output_fieldset(torch.stack(cols, 1).numpy(), si=True)
 
-    def metrics(self, fields: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict:
-        """Error metrics of ``fields`` against ``reference``."""
-        raise NotImplementedError
+    def output_points(self, times: np.ndarray | None = None) -> np.ndarray:
+        """Training-unit inputs at every output (time, site), time-major, [nt * S, d]."""
+        from .fields import FieldSet
 
-    def progress_metrics(self, fields: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict[str, float]:
-        """The metrics logged during training, flat {label: value}; default: :meth:`metrics` flattened
-        ({"full": {"Ex": e}} becomes {"full_Ex": e})."""
-        flat: dict[str, float] = {}
+        times = self.times if times is None else times
+        tmpl = FieldSet.from_flat(self.output, np.zeros((_count_rows(self.output, times), 1)), ["u"],
+                                  {**self.units, "u": "1"}, times=times)
+        return self.training_units(tmpl.points())
 
-        def walk(prefix: str, node) -> None:
-            if isinstance(node, dict):
-                for k, v in node.items():
-                    walk(f"{prefix}_{k}" if prefix else str(k), v)
-            else:
-                flat[prefix] = float(node)
+    def output_fieldset(self, values: np.ndarray, times: np.ndarray | None = None, si: bool = False):
+        """A FieldSet on the output sites from values [nt * S, c] (training units unless ``si``)."""
+        from .fields import FieldSet
 
-        walk("", self.metrics(fields, reference))
-        return flat
+        times = self.times if times is None else times
+        vals = np.asarray(values, dtype=np.float64)
+        if not si:
+            vals = vals * np.array([self.scales.of_unit(self.units[n]) for n in self.outputs])
+        return FieldSet.from_flat(self.output, vals, list(self.outputs), self.units, times=times)
 
-    def progress_frames(self) -> int | None:
-        """Number of leading time frames to evaluate during training (None: all)."""
-        return None
+    def metrics(self, fields, reference) -> dict[str, dict[str, float]]:
+        """Relative L2 error per window (``windows``: {name: t_max}) and field, {window: {field: error}}."""
+        from .fields import relative_l2 as rel
+
+        return {w: rel(fields, reference, t_max=t) for w, t in self.windows.items()}
+
+    def progress_times(self) -> np.ndarray | None:
+        """Output times evaluated during training (those of ``progress_window``; all by default)."""
+        if self.times is None or self.progress_window is None:
+            return self.times
+        t_max = self.windows[self.progress_window]
+        return self.times if t_max is None else self.times[self.times <= t_max * (1 + 1e-12)]
+
+    def progress_metrics(self, fields, reference) -> dict[str, float]:
+        """Flat {label: error} logged during training (the progress window, or every window)."""
+        from .fields import relative_l2 as rel
+
+        windows = {self.progress_window: self.windows[self.progress_window]} if self.progress_window else self.windows
+        return {f"{w}_{k}": v for w, t in windows.items() for k, v in rel(fields, reference, t_max=t).items()}
+
+
+class _Named:
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _count_rows(sites, times) -> int:
+    n = int(np.prod(sites.shape))
+    return n * (1 if times is None else len(times))
+
+
+def _merge_new(base: dict, changes: dict) -> dict:
+    """Deep copy of ``base`` with ``changes`` applied; unlike :func:`merge`, new keys are allowed (a problem's
+    own sections)."""
+    out = copy.deepcopy(base)
+    for k, v in changes.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge_new(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out

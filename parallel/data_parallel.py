@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 
 import torch
 import torch.distributed as dist
 
 from .launch import LaunchError, LaunchInfo, discover, rendezvous, threads_per_rank
 
-__all__ = ["DataParallelComm", "init_data_parallel", "shutdown"]
+__all__ = ["DataParallelComm", "apply_data_parallel", "init_data_parallel", "shutdown"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,10 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
         If the ranks disagree on the world size or no rendezvous is found.
     """
     info = discover()
-    torch.set_num_threads(threads_per_rank(info))
+    if os.environ.get("OMP_NUM_THREADS"):  # the user's choice wins (torch reads it at start-up)
+        log.info("using OMP_NUM_THREADS=%s threads per rank", os.environ["OMP_NUM_THREADS"])
+    else:
+        torch.set_num_threads(threads_per_rank(info))
     dev = torch.device(device)
     if dev.type == "cuda":
         dev = torch.device("cuda", info.local_rank % max(1, torch.cuda.device_count()))
@@ -74,6 +78,23 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
     log.info("rank %d of %d (%s, %s, %d threads)", info.rank, info.world, info.launcher, backend,
              torch.get_num_threads())
     return DataParallelComm(info, dev), info, dev
+
+
+def apply_data_parallel(model: torch.nn.Module, comm: DataParallelComm | None):
+    """Make ``model`` data parallel over ``comm`` and return the trainer's context.
+
+    The parameters are broadcast from rank 0 (an identical start on every rank); the context's
+    gradient-sync hook sums every gradient over the ranks in one flat all-reduce (parameters a rank did
+    not touch count as zeros), so that with each rank's loss carrying the global denominators the step
+    equals one process on all points.  ``comm=None`` (one process) gives the one-process context.
+    """
+    from elecsolver.training.context import RunContext
+
+    if comm is None:
+        return RunContext()
+    for p in model.parameters():
+        dist.broadcast(p.data, src=0)
+    return RunContext(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
 
 
 def shutdown(clean: bool = True) -> None:

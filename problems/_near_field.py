@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from elecsolver.jets import Jet
+from elecsolver.networks import FuncJet
 
 # phi(q) = (1 - exp(-q)) / q and its derivative; Taylor series below Q_SERIES avoid cancellation
 Q_SERIES = 0.05
@@ -44,13 +45,14 @@ def _phi_and_dphi(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class QuasiStaticNearField(nn.Module):
-    """Output transform adding chi E_qs to the network's (Ex, Ey); see the module docstring.
+    """Head adding chi E_qs to the body's (Ex, Ey); see the module docstring.
+
+    ``forward(y, x)``: y the body's (Ex', Ey', Hz') [N, 3] (tensor or jet), x the inputs (x', y', t') [N, 3]
+    (tensor or the input jet).  First-order jets use the closed-form Jacobian; second-order jets take the
+    term's jet by forward-mode AD of its closed form (:class:`elecsolver.networks.FuncJet`).
 
     Parameters
     ----------
-    net : nn.Module
-        The network, (x', y', t') [N, 3] -> (Ex', Ey', Hz') [N, 3]; tensors or first-order jets
-        (a second-order jet raises NotImplementedError).
     amplitude : float
         a = A / (E0 L), nondimensional.
     x0, y0, sigma, radius : float
@@ -59,12 +61,11 @@ class QuasiStaticNearField(nn.Module):
         Pulse centre and width, nondimensional.
     """
 
-    def __init__(self, net: nn.Module, *, amplitude: float, x0: float, y0: float, sigma: float,
+    def __init__(self, *, amplitude: float, x0: float, y0: float, sigma: float,
                  radius: float, t0: float, tau: float):
         super().__init__()
         if sigma <= 0 or radius <= 0 or tau <= 0:
             raise ValueError("sigma, radius and tau must be positive")
-        self.net = net
         self.a, self.x0, self.y0, self.s, self.r, self.t0, self.tau = (
             float(amplitude), float(x0), float(y0), float(sigma), float(radius), float(t0), float(tau))
 
@@ -89,23 +90,33 @@ class QuasiStaticNearField(nn.Module):
         ], 1)
         return torch.stack([ex, ey], 1).to(p.dtype), jac.to(p.dtype)
 
-    def forward(self, x):
+    def forward(self, y, x):
         if isinstance(x, Jet) and x.second_order:
-            raise NotImplementedError("QuasiStaticNearField has first-order jet rules only (the TEz residuals "
-                                      "need no more); for second derivatives use method='autograd' or "
-                                      "--set network.near_field=false")
-        out = self.net(x)
+            return y + FuncJet(_ClosedForm(self))(x)
         if isinstance(x, Jet):
             val, jac = self._field_and_jacobian(x.data[0])
             der = torch.einsum("nij,knj->kni", jac, x.data[1:])     # chain rule along each seed
             add = torch.cat([val.unsqueeze(0), der], 0)
             zeros = torch.zeros_like(add[..., :1])
-            return Jet(out.data + torch.cat([add, zeros], -1), x.wrt)
-        # tensors (evaluation, or the autograd path): a differentiable closed form
+            return Jet(y.data + torch.cat([add, zeros], -1), x.wrt)
+        return y + self.closed_form(x)
+
+    def closed_form(self, x: torch.Tensor) -> torch.Tensor:
+        """The added field (chi E_qs, 0) at inputs x [N, 3], a differentiable function, [N, 3]."""
         dx, dy, t = x[:, 0] - self.x0, x[:, 1] - self.y0, x[:, 2]
         w = dx**2 + dy**2
         phi, _ = _phi_and_dphi(w / (2 * self.s**2))
         big_p = phi / (2 * self.s**2) * torch.exp(-w / (2 * self.r**2))
         big_g = -self.a / (2 * math.pi) * torch.exp(-(((t - self.t0) / self.tau) ** 2))
-        add = torch.stack([big_g * big_p * dy, -big_g * big_p * dx, torch.zeros_like(dx)], 1)
-        return out + add
+        return torch.stack([big_g * big_p * dy, -big_g * big_p * dx, torch.zeros_like(dx)], 1)
+
+
+class _ClosedForm(nn.Module):
+    """The near-field term as a tensor function (for FuncJet)."""
+
+    def __init__(self, head: QuasiStaticNearField):
+        super().__init__()
+        self.head = [head]  # not a submodule: no parameters, no state
+
+    def forward(self, x):
+        return self.head[0].closed_form(x)

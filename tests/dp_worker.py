@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from elecsolver.config import merge
-from elecsolver.trainer import Trainer
-from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
+from elecsolver.parallel.data_parallel import apply_data_parallel, init_data_parallel, shutdown
 from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
+from elecsolver.trainer import Trainer, build_model
 
 SMALL = {
     "network": {"kind": "multiscale", "width": 16, "depth": 2, "scales": [1.0, 4.0]},
@@ -34,17 +34,24 @@ def small_problem(hard_initial: bool = False, rar: bool = False, weights: bool =
     cfg["training"]["compile"] = compile
     if rar:
         cfg["sampling"].update(rar_every=2, rar_pool=41, rar_add=7, rar_constraints=["pde", "boundary"])
-    problem = MaxwellPointSource2D(cfg)
-    if weights:
-        plain = problem._sample_interior
+    return (WeightedPointSource if weights else MaxwellPointSource2D)(cfg)
 
-        def weighted(n, seed, progress=1.0):
-            cloud = plain(n, seed, progress)
-            cloud.weights = 0.5 + cloud.points[:, 0] ** 2  # any positive measure per point
+
+class WeightedPointSource(MaxwellPointSource2D):
+    """The point source with unequal weights on the interior points (any positive measure per point)."""
+
+    def constraints(self):
+        out = super().constraints()
+        pde = out[0]
+        plain = pde.sample
+
+        def weighted(seed, progress=1.0):
+            cloud = plain(seed, progress)
+            cloud.weights = 0.5 + cloud.points[:, 0] ** 2
             return cloud
 
-        problem._sample_interior = weighted
-    return problem
+        pde.sample = weighted
+        return out
 
 
 def main() -> None:
@@ -52,13 +59,17 @@ def main() -> None:
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     comm, info, _ = init_data_parallel("cpu")
     torch.set_num_threads(1)
-    trainer = Trainer(small_problem(**options), comm=comm, shard_sizes=sizes or None, progress=False)
+    problem = small_problem(**options)
+    model = build_model(problem)
+    context = apply_data_parallel(model, comm)  # the gradient-sync hook the trainer is driven through
+    params0 = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
+    trainer = Trainer(problem, model, context, shard_sizes=sizes or None, progress=False)
     trainer.train(stop_after=steps)  # the loop of a real run (adaptive refinement included)
     losses = [row["loss"] for row in trainer.history]
-    local = {name: int(p.shape[0]) for name, p, _ in trainer.points()}
+    local = {name: int(p.shape[0]) for name, p, _ in trainer.batches()}
     if info.rank == 0:
         params = torch.cat([p.detach().reshape(-1) for p in trainer.model.parameters()]).numpy()
-        np.savez(out, losses=np.array(losses), params=params, local=json.dumps(local))
+        np.savez(out, losses=np.array(losses), params=params, params0=params0, local=json.dumps(local))
     shutdown()
 
 

@@ -12,7 +12,8 @@ import torch
 from conftest import run_cli
 
 from elecsolver.io.hdf5 import read_fields
-from elecsolver.networks import MLP, HardDirichlet
+from elecsolver.networks import MLP, HardDirichlet, Network
+from elecsolver.config import apply_overrides
 from elecsolver.operators import evaluate
 from elecsolver.trainer import Trainer
 from elecsolver.problems import get_problem_class
@@ -33,8 +34,9 @@ class _Exact(torch.nn.Module):
 
 
 def _residual(problem, model, pts):
-    f = evaluate(model, pts, problem.inputs, problem.outputs, (), method="autograd", laplacian={"x": 1, "y": 1})
-    return problem.helmholtz_residual(f, pts)
+    d = problem.pde.derivatives(problem.inputs, problem.scales)
+    f = evaluate(model, pts, problem.inputs, problem.outputs, d.wrt, method="autograd", laplacian=d.laplacian_dict())
+    return problem.pde.residual(f, pts, problem.context)
 
 
 def test_exact_solution_has_zero_residual_and_a_perturbation_does_not():
@@ -57,8 +59,8 @@ def test_exact_solution_has_zero_residual_and_a_perturbation_does_not():
 def test_hard_dirichlet_vanishes_on_the_boundary_and_matches_autograd():
     torch.manual_seed(3)
     for normalise in (True, False):
-        net = HardDirichlet(MLP(2, 2, 16, 2, "sin", init="glorot", output_gain=1.0), [0.0, -1.0], [1.0, 2.0],
-                            normalise=normalise).double()
+        head = HardDirichlet([0.0, -1.0], [1.0, 2.0], normalise=normalise)
+        net = Network(MLP(2, 2, 16, 2, "sin", init="glorot", output_gain=1.0), [head]).double()
         edge = torch.tensor([[0.0, 0.5], [1.0, 0.1], [0.3, -1.0], [0.7, 2.0]], dtype=torch.float64)
         assert net(edge).abs().max().item() == 0.0
         pts = torch.rand(64, 2, dtype=torch.float64)
@@ -67,8 +69,8 @@ def test_hard_dirichlet_vanishes_on_the_boundary_and_matches_autograd():
         b = evaluate(net, pts, ("x", "y"), ("u", "v"), method="autograd", **kw).jet.channels
         assert (a - b).norm() / b.norm() < 1e-10
     # the factor itself: b = x(1-x) y(1-y) unnormalised, 16x that normalised, on the unit square
-    plain = HardDirichlet(torch.nn.Identity(), [0, 0], [1, 1], normalise=False)
-    scaled = HardDirichlet(torch.nn.Identity(), [0, 0], [1, 1])
+    plain = HardDirichlet([0, 0], [1, 1], normalise=False)
+    scaled = HardDirichlet([0, 0], [1, 1])
     p = torch.tensor([[0.5, 0.5], [0.25, 0.1]], dtype=torch.float64)
     expect = p[:, 0] * (1 - p[:, 0]) * p[:, 1] * (1 - p[:, 1])
     assert torch.allclose(plain.factor(p)[:, 0], expect)
@@ -78,7 +80,7 @@ def test_hard_dirichlet_vanishes_on_the_boundary_and_matches_autograd():
 def test_points_follow_deepxde_rule_and_variants():
     hard = HS(HS.preset_config("quick"))
     assert hard.grid_size() == 20
-    (c,) = hard.constraints()
+    (c,) = hard.constraints()  # the boundary points carry no loss term (hard constraint) but anchor the PDE
     cloud = c.sample(0, 0.0)
     assert len(cloud) == 400 + 80 and c.laplacian == {"x": 1.0, "y": 1.0}
     assert np.all((cloud.points >= 0) & (cloud.points <= 1))
@@ -87,12 +89,10 @@ def test_points_follow_deepxde_rule_and_variants():
     soft = HS(HS.preset_config("soft"))
     names = [c.name for c in soft.constraints()]
     assert names == ["pde", "boundary"] and soft.constraints()[1].weight == 100.0
-    net = soft.build_network()
-    assert not isinstance(net, HardDirichlet)
+    assert not any(isinstance(h, HardDirichlet) for h in soft.build_network().heads)
+    assert any(isinstance(h, HardDirichlet) for h in hard.build_network().heads)
     # the soft variant trains (boundary term present) and its loss falls
-    cfg = HS.preset_config("soft")
-    cfg["sampling"]["points_per_wavelength"] = 4
-    tr = Trainer(HS(cfg), progress=False)
+    tr = Trainer(HS(apply_overrides(HS.preset_config("soft"), ["sampling.points_per_wavelength=4"])), progress=False)
     first, terms = tr.train_step()
     assert len(terms) == 2
     for _ in range(30):
@@ -108,7 +108,7 @@ def test_ci_preset_reaches_five_percent(tmp_path):
     assert proc.returncode == 0, proc.stderr
     m = json.loads((out / "metrics.json").read_text())
     assert m["steps"] == 2000
-    assert m["rel_l2"]["grid"]["Ez"] <= 0.05
+    assert m["rel_l2"]["full"]["Ez"] <= 0.05
     # static fields: no t coordinate, [ny, nx], one XDMF step, one PNG
     data = read_fields(out / "fields.h5")
     assert set(data["coords"]) == {"x", "y"} and data["fields"]["Ez"].shape == (101, 101)
@@ -116,7 +116,7 @@ def test_ci_preset_reaches_five_percent(tmp_path):
     x, y = np.meshgrid(data["coords"]["x"], data["coords"]["y"])
     assert np.allclose(data["reference"]["Ez"], np.sin(4 * np.pi * x) * np.sin(4 * np.pi * y))
     err = np.linalg.norm(data["fields"]["Ez"] - data["reference"]["Ez"]) / np.linalg.norm(data["reference"]["Ez"])
-    assert err == pytest.approx(m["rel_l2"]["grid"]["Ez"], rel=1e-6)
+    assert err == pytest.approx(m["rel_l2"]["full"]["Ez"], rel=1e-6)
     with meshio.xdmf.TimeSeriesReader(out / "fields.xdmf") as reader:
         reader.read_points_cells()
         assert reader.num_steps == 1

@@ -58,7 +58,7 @@ def test_roundtrip_h5(tmp_path):
         assert data["reference"][name].tobytes() == reference[name].tobytes()
     assert data["units"] == UNITS
     attrs = data["attrs"]
-    assert attrs["schema_version"] == 1
+    assert attrs["schema_version"] == 2
     assert attrs["package_version"] == elecsolver.__version__
     assert attrs["config"] == {"lr": 1e-3, "layers": [64, 64]}
     assert attrs["scales"] == {"E0": 1.0}
@@ -66,7 +66,7 @@ def test_roundtrip_h5(tmp_path):
     assert (attrs["problem"], attrs["seed"], attrs["dt"], attrs["converged"]) == ("waveguide", 7, 0.5, True)
 
     with h5py.File(out, "r") as h5:
-        assert h5.attrs["schema_version"] == 1
+        assert h5.attrs["schema_version"] == 2
         assert json.loads(h5.attrs["config"])["layers"] == [64, 64]
         names = []
         h5.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
@@ -81,7 +81,7 @@ def test_without_reference(tmp_path):
     out = write_fields(tmp_path / "f.h5", coords=coords, fields=fields, units=UNITS, attrs={})
     data = read_fields(out)
     assert data["reference"] is None
-    assert data["attrs"] == {"schema_version": 1, "package_version": elecsolver.__version__}
+    assert data["attrs"] == {"schema_version": 2, "package_version": elecsolver.__version__}
 
 
 def test_xdmf_meshio_from_other_directory(tmp_path, monkeypatch):
@@ -138,7 +138,7 @@ def test_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("elecsolver.io.hdf5._xdmf_tree", boom)
+    monkeypatch.setattr("elecsolver.fields.hdf5._xdmf_tree", boom)
     with pytest.raises(OSError, match="disk full"):
         _write(tmp_path / "fields.h5")
     assert list(tmp_path.iterdir()) == []
@@ -147,7 +147,7 @@ def test_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
 def test_failure_keeps_previous_file(tmp_path, monkeypatch):
     _write(tmp_path / "fields.h5")
     before = (tmp_path / "fields.h5").read_bytes()
-    monkeypatch.setattr("elecsolver.io.hdf5._xdmf_tree", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr("elecsolver.fields.hdf5._xdmf_tree", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         _write(tmp_path / "fields.h5")
     assert (tmp_path / "fields.h5").read_bytes() == before

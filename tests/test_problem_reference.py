@@ -20,17 +20,17 @@ def _residuals(nx: int, nt: int, source_sign: float = 1.0):
     cfg = apply_overrides(MaxwellPointSource2D.default_config(),
                           [f"output.nx={nx}", f"output.ny={nx}", f"output.nt={nt}", "output.early_frames=2"])
     p = MaxwellPointSource2D(cfg)
-    s, c, ref = p.scales(), p.output_coords(), p.reference()
-    ex, ey = ref["Ex"] / s["E0_V_per_m"], ref["Ey"] / s["E0_V_per_m"]
-    hz = ref["Hz"] / s["H0_A_per_m"]
-    dt = (c["t"][1] - c["t"][0]) / s["time_s"]
-    dx = (c["x"][1] - c["x"][0]) / s["length_m"]
+    s, ref = p.scales, p.reference().fields
+    c = {**p.output.axes, "t": p.times}
+    ex, ey, hz = ref["Ex"] / s.E0, ref["Ey"] / s.E0, ref["Hz"] / s.H0
+    dt = (c["t"][1] - c["t"][0]) / s.time
+    dx = (c["x"][1] - c["x"][0]) / s.length
 
     def d(a, axis, h):
         return np.gradient(a, h, axis=axis)
 
-    pts = p.grid_points()
-    src = p.source_term(torch.as_tensor(pts)).numpy().reshape(hz.shape)
+    pts = torch.as_tensor(p.output_points())  # the problem's own source term, in training units
+    src = (p.pde.source_terms(pts, p.context)["Hz"] * (s.length / s.E0)).numpy().reshape(hz.shape)
     r = [d(ex, 0, dt) - d(hz, 1, dx),
          d(ey, 0, dt) + d(hz, 2, dx),
          d(hz, 0, dt) - (d(ex, 1, dx) - d(ey, 2, dx)) - source_sign * src]
@@ -62,5 +62,5 @@ def test_source_sign_is_the_problems():
 def test_reference_follows_the_configuration(key, value):
     base = MaxwellPointSource2D()
     changed = MaxwellPointSource2D(apply_overrides(base.default_config(), [f"{key}={value}"]))
-    a, b = base.reference()["Ex"], changed.reference()["Ex"]  # sigma shapes the near field of E
+    a, b = base.reference().fields["Ex"], changed.reference().fields["Ex"]  # sigma shapes the near field of E
     assert np.linalg.norm(a - b) / np.linalg.norm(a) > 0.05

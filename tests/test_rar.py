@@ -15,28 +15,26 @@ def test_refine_adds_the_top_k_of_the_pool():
     trainer = Trainer(small_problem(rar=True), progress=False)
     for _ in range(3):
         trainer.train_step()
-    c = next(c for c in trainer.constraints if c.name == "pde")
-    pool = c.sample(derive_seed(trainer.cfg["seed"], "rar", "pde", trainer.step), trainer.step / trainer.cfg["steps"])
+    opts = trainer.problem.training
+    pool = trainer.problem.sample("pde", derive_seed(opts.seed, "rar", "pde", trainer.step), trainer.step / opts.steps)
     pts = torch.as_tensor(pool.points, dtype=trainer.dtype)
-    score = trainer._residual(c, pts, None).detach().pow(2).sum(1).numpy()
+    score = trainer.residual("pde", pts).detach().pow(2).sum(1).numpy()
     added = trainer.refine()
     assert added == {"pde": 7, "boundary": 7}
     expect = pool.points[np.sort(np.argsort(-score, kind="stable")[:7])]
-    np.testing.assert_array_equal(trainer.added["pde"].points, expect)
+    np.testing.assert_array_equal(trainer.points.added["pde"].points, expect)
     # the added points are trained on from now on
-    names = {name: n for name, _, n in trainer.points()}
+    names = {name: n for name, _, n in trainer.batches()}
     assert names["pde"] == 97 + 7 and names["boundary"] == 23 + 7
 
 
 def test_weighted_loss_is_the_weighted_mean():
-    problem = small_problem(weights=True)
-    problem.config["training"]["dtype"] = "float64"
-    trainer = Trainer(problem, progress=False)
+    trainer = Trainer(small_problem(weights=True), progress=False)  # float64
     terms = trainer.loss_terms()
     c = trainer.constraints[0]
-    cloud = c.sample(trainer.cfg["seed"] * 1_000_003, 0.0)
+    cloud = trainer.points.cloud(c, 0)
     pts = torch.as_tensor(cloud.points)
-    r2 = trainer._residual(c, pts, None).detach().pow(2).sum(1).numpy()
+    r2 = trainer.residual(c.name, pts).detach().pow(2).sum(1).numpy()
     expect = c.weight * np.sum(cloud.weights * r2) / np.sum(cloud.weights)
     assert abs(float(terms[0]) - expect) / expect < 1e-12
     assert abs(expect - c.weight * r2.mean()) / expect > 1e-4  # the weights matter

@@ -14,7 +14,7 @@ from dp_worker import small_problem
 from elecsolver.trainer import Trainer
 tr = Trainer(small_problem(), progress=False)
 h = hashlib.sha256()
-for name, pts, n in tr.points():
+for name, pts, n in tr.batches():
     h.update(pts.numpy().tobytes())
 losses = [tr.train_step()[0] for _ in range(6)]
 print(h.hexdigest(), " ".join(repr(x) for x in losses))
@@ -40,8 +40,10 @@ def test_other_seed_other_points():
 
     from elecsolver.trainer import Trainer
 
-    p1, p2 = small_problem(), small_problem()
-    p2.config["training"]["seed"] = 4
-    a = Trainer(p1, progress=False).points()[0][1]
-    b = Trainer(p2, progress=False).points()[0][1]
+    from elecsolver.config import apply_overrides
+
+    p1 = small_problem()
+    p2 = type(p1)(apply_overrides(p1.config, ["training.seed=4"]))
+    a = Trainer(p1, progress=False).batches()[0][1]
+    b = Trainer(p2, progress=False).batches()[0][1]
     assert a.shape == b.shape and not bool((a == b).all())

@@ -7,8 +7,13 @@ See :mod:`elecsolver.physics.base` for the conventions.
 
 from .base import Condition, Context, Derivatives, PDE, coefficient
 from .conditions import PEC, PMC, Initial, SilverMueller
+from .materials import Piecewise, piecewise
 from .maxwell import Maxwell, Maxwell3D, MaxwellTEz, MaxwellTMz
-from .sources import GaussianProfile, GaussianPulse, Source
+from .scalar import Helmholtz, Laplace, Poisson, ScalarPDE, Wave
+from .scalar_conditions import Dirichlet, Impedance, InitialRate, Neumann, Robin
+from .sources import GaussianProfile, GaussianPulse, ModulatedGaussian, RampedSinusoid, Source
 
-__all__ = ["PDE", "PEC", "PMC", "Condition", "Context", "Derivatives", "GaussianProfile", "GaussianPulse",
-           "Initial", "Maxwell", "Maxwell3D", "MaxwellTEz", "MaxwellTMz", "SilverMueller", "Source", "coefficient"]
+__all__ = ["PDE", "PEC", "PMC", "Condition", "Context", "Derivatives", "Dirichlet", "GaussianProfile",
+           "GaussianPulse", "Helmholtz", "Impedance", "Initial", "InitialRate", "Laplace", "Maxwell", "Maxwell3D",
+           "MaxwellTEz", "MaxwellTMz", "ModulatedGaussian", "Neumann", "Piecewise", "Poisson", "RampedSinusoid",
+           "Robin", "ScalarPDE", "SilverMueller", "Source", "Wave", "coefficient", "piecewise"]

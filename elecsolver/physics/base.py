@@ -22,7 +22,7 @@ import torch
 
 from ..scales import Scales
 
-__all__ = ["Coefficient", "Condition", "Context", "Derivatives", "PDE", "coefficient", "si_columns"]
+__all__ = ["Coefficient", "Condition", "Context", "Derivatives", "PDE", "coefficient", "si_columns", "values_of"]
 
 Coefficient = float | Callable[..., torch.Tensor]
 
@@ -124,8 +124,13 @@ class PDE:
     def check_inputs(self, inputs: Sequence[str]) -> None:
         """Raise ValueError if the problem's inputs do not fit this PDE (e.g. TEz needs x, y, t)."""
 
-    def derivatives(self, inputs: Sequence[str]) -> Derivatives:
-        """The derivatives :meth:`residual` reads, for a problem with these inputs."""
+    def derivatives(self, inputs: Sequence[str], scales: Scales | None = None) -> Derivatives:
+        """The derivatives :meth:`residual` reads, for a problem with these inputs.
+
+        ``scales`` (the problem's :class:`~elecsolver.scales.Scales`) matters only to a PDE whose
+        summed Laplacian channel has scale-dependent weights (:class:`~elecsolver.physics.Wave`);
+        without it such a PDE declares scale-independent channels instead (one more channel).
+        """
         raise NotImplementedError
 
     def residual(self, f, points: torch.Tensor, ctx: Context) -> torch.Tensor:

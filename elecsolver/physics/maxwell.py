@@ -95,7 +95,7 @@ class Maxwell(PDE):
             raise ValueError(f"{type(self).__name__} needs the inputs {need} (a {len(self.axes)}D space x "
                              f"TimeDomain), got {tuple(inputs)}")
 
-    def derivatives(self, inputs: Sequence[str]) -> Derivatives:
+    def derivatives(self, inputs: Sequence[str], scales=None) -> Derivatives:
         return Derivatives(wrt=tuple(inputs))
 
     def source_terms(self, points: torch.Tensor, ctx: Context) -> dict[str, torch.Tensor]:

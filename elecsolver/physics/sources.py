@@ -13,11 +13,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-__all__ = ["GaussianProfile", "GaussianPulse", "Source"]
+__all__ = ["GaussianProfile", "GaussianPulse", "ModulatedGaussian", "RampedSinusoid", "Source"]
 
 
 def _lib(x):
     return torch if isinstance(x, torch.Tensor) else np
+
+
+def _clip01(x):
+    return torch.clamp(x, 0.0, 1.0) if isinstance(x, torch.Tensor) else np.clip(x, 0.0, 1.0)
 
 
 def _positive(name: str, value) -> float:
@@ -52,6 +56,98 @@ class GaussianPulse:
 
     def __repr__(self) -> str:
         return f"GaussianPulse(frequency={self.frequency:g})"
+
+
+class ModulatedGaussian:
+    """g(t) = exp(-((t - t0) / tau)^2) sin(2 pi f0 (t - t0)): a band-pass pulse centred on f0.
+
+    Its amplitude spectrum is the Gaussian envelope's, tau sqrt(pi) exp(-(pi tau f)^2), shifted to +-f0
+    and halved: (tau sqrt(pi) / 2) exp(-(pi tau (f - f0))^2) near f0 (modulation property of the Fourier
+    transform; Oppenheim & Willsky, *Signals and Systems*, 2nd ed., 1997, sec. 4.5).  ``bandwidth`` B is the full width of the band [f0 - B/2, f0 + B/2] at whose edges the
+    envelope's spectrum has fallen to 10 % of its peak: exp(-(pi tau B / 2)^2) = 0.1, i.e.
+    tau = 2 sqrt(ln 10) / (pi B).  The sine modulation makes g odd about t0, so it carries no DC
+    component (for B < 2 f0 the spectrum at f = 0 is negligible anyway); g(t0) = 0.
+
+    Parameters
+    ----------
+    f0 : float
+        Centre (carrier) frequency in Hz.
+    bandwidth : float, optional
+        B in Hz; default f0 (used when ``tau`` is not given either).
+    tau : float, optional
+        Envelope width in s, instead of ``bandwidth``.
+    t0 : float, optional
+        Delay of the envelope's peak in s; default 3.65 tau (envelope exp(-3.65^2) = 1.6e-6 at t = 0, as
+        :class:`GaussianPulse`).
+
+    Raises
+    ------
+    ValueError
+        If both ``bandwidth`` and ``tau`` are given, or a value is not positive and finite.
+    """
+
+    def __init__(self, f0: float, bandwidth: float | None = None, *, tau: float | None = None,
+                 t0: float | None = None):
+        self.f0 = _positive("the carrier frequency f0", f0)
+        if bandwidth is not None and tau is not None:
+            raise ValueError("ModulatedGaussian: give bandwidth= or tau=, not both")
+        if tau is None:
+            b = self.f0 if bandwidth is None else _positive("the bandwidth", bandwidth)
+            tau = 2.0 * math.sqrt(math.log(10.0)) / (math.pi * b)
+        self.tau = _positive("the envelope width tau", tau)
+        self.t0 = 3.65 * self.tau if t0 is None else float(t0)
+        if not math.isfinite(self.t0):
+            raise ValueError(f"the delay t0 must be finite, got {t0!r}")
+
+    def __call__(self, t):
+        lib, s = _lib(t), t - self.t0
+        return lib.exp(-((s / self.tau) ** 2)) * lib.sin(2 * math.pi * self.f0 * s)
+
+    def __repr__(self) -> str:
+        return f"ModulatedGaussian(f0={self.f0:g}, tau={self.tau:g}, t0={self.t0:g})"
+
+
+class RampedSinusoid:
+    """g(t) = r(t) sin(2 pi f t) with a raised-cosine ramp r from 0 to 1 over ``ramp_cycles`` periods.
+
+    r(t) = (1 - cos(pi s)) / 2 with s = clip(t / t_r, 0, 1) and t_r = ramp_cycles / f: r = 0 for t <= 0,
+    r = 1 for t >= t_r, and r' = 0 at both ends, so g and g' are continuous (a continuous-wave source
+    switched on smoothly, which keeps the transient spectrum narrow; r is the rising half of the Hann
+    window, Harris, Proc. IEEE 66 (1978) 51).
+    ``ramp_cycles = 0`` gives the bare sine for t >= 0 (and 0 before).
+
+    Parameters
+    ----------
+    frequency : float
+        f in Hz.
+    ramp_cycles : float
+        Length of the ramp in periods 1/f (default 3, >= 0).
+
+    Raises
+    ------
+    ValueError
+        If f is not positive and finite or ``ramp_cycles`` is negative.
+    """
+
+    def __init__(self, frequency: float, ramp_cycles: float = 3):
+        self.frequency = _positive("the frequency", frequency)
+        if not (isinstance(ramp_cycles, (int, float)) and math.isfinite(ramp_cycles) and ramp_cycles >= 0):
+            raise ValueError(f"ramp_cycles must be a finite number >= 0, got {ramp_cycles!r}")
+        self.ramp_cycles = float(ramp_cycles)
+        self.ramp_time = self.ramp_cycles / self.frequency
+
+    def ramp(self, t):
+        """r(t), dimensionless, same kind as t."""
+        lib = _lib(t)
+        if self.ramp_time == 0.0:
+            return (t >= 0) * 1.0 if lib is np else (t >= 0).to(t.dtype)
+        return 0.5 * (1.0 - lib.cos(math.pi * _clip01(t / self.ramp_time)))
+
+    def __call__(self, t):
+        return self.ramp(t) * _lib(t).sin(2 * math.pi * self.frequency * t)
+
+    def __repr__(self) -> str:
+        return f"RampedSinusoid(frequency={self.frequency:g}, ramp_cycles={self.ramp_cycles:g})"
 
 
 class GaussianProfile:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from .. import __version__
+from ..io.atomic import atomic_path
 from ..config import config_hash
 
 __all__ = ["cache_dir", "cached_arrays"]
@@ -56,10 +56,8 @@ def cached_arrays(kind: str, key: dict, compute: Callable[[], dict[str, np.ndarr
     arrays = compute()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=path.stem, suffix=".tmp.npz")
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
-        os.replace(tmp, path)
     except OSError as exc:
         log.warning("could not cache the reference in %s (%s); continuing without", directory, exc)
     return arrays

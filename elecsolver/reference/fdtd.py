@@ -47,9 +47,10 @@ thicker buffer).
 Functions
 ---------
 pulse_tau, pulse_t0, gaussian_pulse, pulse_max_frequency
-    The temporal source waveform and its helpers.
+    The temporal source waveform and its helpers (thin wrappers of the shared
+    :class:`elecsolver.physics.sources.GaussianPulse`, which the networks' sources use too).
 gaussian_source_profile
-    The spatial profile ``s(x, y)``.
+    The spatial profile ``s(x, y)`` (the shared :class:`~elecsolver.physics.sources.GaussianProfile`).
 plan_te_point_source
     The grid (dx, dt, buffer, ...) that :func:`solve_te_point_source` will use.
 solve_te_point_source
@@ -66,6 +67,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import constants
+
+from ..physics.sources import GaussianProfile, GaussianPulse
 
 __all__ = [
     "C0",
@@ -139,6 +142,11 @@ def _check_finite(value, name: str) -> float:
     return value
 
 
+def _pulse(frequency: float) -> GaussianPulse:
+    """The shared :class:`~elecsolver.physics.sources.GaussianPulse` of frequency ``f`` (checked here first)."""
+    return GaussianPulse(_check_positive_finite(frequency, "frequency"))
+
+
 def pulse_tau(frequency: float) -> float:
     """Width parameter of the Gaussian pulse.
 
@@ -158,8 +166,7 @@ def pulse_tau(frequency: float) -> float:
     ValueError
         If ``frequency`` is not a finite positive number.
     """
-    frequency = _check_positive_finite(frequency, "frequency")
-    return math.sqrt(2.3) / (math.pi * frequency)
+    return _pulse(frequency).tau
 
 
 def pulse_t0(frequency: float) -> float:
@@ -183,7 +190,7 @@ def pulse_t0(frequency: float) -> float:
     ValueError
         If ``frequency`` is not a finite positive number.
     """
-    return 3.65 * pulse_tau(frequency)
+    return _pulse(frequency).t0
 
 
 def gaussian_pulse(t, frequency: float) -> np.ndarray:
@@ -207,10 +214,7 @@ def gaussian_pulse(t, frequency: float) -> np.ndarray:
     ValueError
         If ``frequency`` is not a finite positive number.
     """
-    tau = pulse_tau(frequency)
-    t0 = 3.65 * tau
-    t = np.asarray(t, dtype=np.float64)
-    return np.exp(-(((t - t0) / tau) ** 2))
+    return _pulse(frequency)(np.asarray(t, dtype=np.float64))
 
 
 def pulse_max_frequency(frequency: float, floor: float = DEFAULT_SPECTRUM_FLOOR) -> float:
@@ -270,10 +274,7 @@ def gaussian_source_profile(x, y, sigma: float, x0: float, y0: float) -> np.ndar
     sigma = _check_positive_finite(sigma, "sigma")
     x0 = _check_finite(x0, "x0")
     y0 = _check_finite(y0, "y0")
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    r2 = (x - x0) ** 2 + (y - y0) ** 2
-    return np.exp(-r2 / (2.0 * sigma**2)) / (2.0 * math.pi * sigma**2)
+    return GaussianProfile((x0, y0), sigma)(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------------
@@ -748,8 +749,7 @@ def solve_te_point_source(
     profile *= amplitude * kernel.source_coeff  # dt/mu0 * A * s
     src_slices = (slice(j_lo, j_hi), slice(i_lo, i_hi))
     src_values = np.empty_like(profile)
-    tau = pulse_tau(frequency)
-    t0 = 3.65 * tau
+    pulse = _pulse(frequency)
 
     nt, ny, nx = t.size, y.size, x.size
     out = {name: np.empty((nt, ny, nx)) for name in ("Ex", "Ey", "Hz")}
@@ -771,7 +771,7 @@ def solve_te_point_source(
             out["Ex"][k_out] = 0.5 * (kernel.Ex[yn, xm] + kernel.Ex[yn, xp])
             out["Ey"][k_out] = 0.5 * (kernel.Ey[ym, xn] + kernel.Ey[yp, xn])
             hz_before = hz_nodes()
-        np.multiply(profile, math.exp(-(((n * dt - t0) / tau) ** 2)), out=src_values)
+        np.multiply(profile, pulse(n * dt), out=src_values)
         kernel.update_h(src_slices, src_values)
         if is_out:
             out["Hz"][k_out] = 0.5 * (hz_before + hz_nodes())

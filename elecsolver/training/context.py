@@ -1,0 +1,95 @@
+"""The small context a trainer is handed: who it is among the ranks and how to talk to them.
+
+The core never imports ``torch.distributed``: ``elecsolver.parallel`` composes a :class:`RunContext`
+(from ``cli.py`` or :func:`elecsolver.train`) whose functions do the collectives; a one-process run
+uses the default, where every collective is the identity.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = ["RunContext", "launched_world_size"]
+
+
+def _identity(tensor: torch.Tensor, *args) -> torch.Tensor:
+    return tensor
+
+
+def _nothing(*args) -> None:
+    return None
+
+
+@dataclass
+class RunContext:
+    """Rank, world size and the collectives the trainer needs.
+
+    Attributes
+    ----------
+    rank, world : int
+        This rank and the number of data-parallel ranks.
+    all_reduce_sum : callable
+        ``all_reduce_sum(tensor) -> tensor``: sum over the data-parallel ranks, in place.
+    broadcast : callable
+        ``broadcast(tensor, src) -> tensor``: overwrite with rank ``src``'s, in place.
+    barrier : callable
+        Wait for every rank.
+    sync_gradients : callable, optional
+        ``sync_gradients(params)``: make every parameter's ``.grad`` the sum over ranks (parameters a rank
+        did not touch count as zeros).  Default: one flat all-reduce of all gradients by ``all_reduce_sum``.
+    is_writer : bool
+        Whether this rank writes files (default: rank 0).
+    """
+
+    rank: int = 0
+    world: int = 1
+    all_reduce_sum: Callable[[torch.Tensor], torch.Tensor] = _identity
+    broadcast: Callable[..., torch.Tensor] = _identity
+    barrier: Callable[[], None] = _nothing
+    sync_gradients: Callable[[list[torch.nn.Parameter]], None] | None = None
+    is_writer: bool | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.is_writer is None:
+            self.is_writer = self.rank == 0
+        if self.sync_gradients is None:
+            self.sync_gradients = self._flat_sum
+
+    @classmethod
+    def from_comm(cls, comm) -> RunContext:
+        """A context over a communicator with ``rank``, ``world``, ``all_reduce_sum_``, ``broadcast_``, ``barrier``."""
+        if comm is None:
+            return cls()
+        return cls(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
+
+    def _flat_sum(self, params: list[torch.nn.Parameter]) -> None:
+        if self.world == 1:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        self.all_reduce_sum(flat)
+        offset = 0
+        for p in params:
+            n = p.numel()
+            p.grad = flat[offset : offset + n].view_as(p).clone()
+            offset += n
+
+
+_WORLD_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def launched_world_size() -> int:
+    """The number of ranks a launcher (torchrun, mpirun, srun with PMI) started, from its environment (1 if none)."""
+    for var in _WORLD_VARS:
+        try:
+            n = int(os.environ.get(var, "1"))
+        except ValueError:
+            continue
+        if n > 1:
+            return n
+    return 1

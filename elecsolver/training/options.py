@@ -1,0 +1,190 @@
+"""The shared configuration blocks (``training``, ``sampling``, ``network``) as typed, validated options.
+
+Every problem's configuration holds these three blocks (a problem changes their defaults in its
+``defaults``) next to its own sections.  They are validated here, once, with the choices taken from
+the modules that own them (optimizers and schedules from :mod:`elecsolver.training.optim`, sampling
+methods from :mod:`elecsolver.sampling`, network kinds and activations from :mod:`elecsolver.networks`).
+The trainer reads these objects, never the dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..config import ConfigError
+
+__all__ = ["BASE_CONFIG", "NetworkOptions", "SamplingOptions", "TrainingOptions"]
+
+BASE_CONFIG: dict = {
+    "network": {"kind": "mlp", "width": 64, "depth": 4, "activation": "tanh", "init": "auto", "output_gain": 0.1,
+                "first_omega": 1.0, "scales": [1.0, 2.0, 4.0], "fourier_features": 0, "fourier_scale": 1.0,
+                "input_scaling": True, "hard_initial": False},
+    "sampling": {"method": "sobol", "interior": 2000, "boundary": 400, "initial": 400, "resample_every": 100,
+                 "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
+                 "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"]},
+    "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
+                 "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
+                 "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False},
+}
+
+
+def _block(config: dict, name: str) -> dict:
+    try:
+        block = config[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"the configuration has no {name!r} block") from None
+    return block
+
+
+def _build(cls, config: dict, name: str):
+    block = _block(config, name)
+    known = {f.name for f in fields(cls)}
+    missing = sorted(known - set(block))
+    if missing:
+        raise ConfigError(f"{name} block lacks {missing}")
+    return cls(**{k: block[k] for k in known})
+
+
+def _at_least(block: str, key: str, value, low) -> None:
+    if not value >= low:
+        raise ConfigError(f"{block}.{key} must be >= {low}, got {value}")
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """The ``training`` block: steps, seed, dtype, optimizer and schedule by name, logging, derivatives."""
+
+    steps: int
+    seed: int
+    dtype: str
+    optimizer: str
+    lr: float
+    lr_final: float
+    schedule: str
+    lbfgs: dict
+    log_every: int
+    checkpoint_every: int
+    derivatives: str
+    compile: bool
+
+    @classmethod
+    def from_config(cls, config: dict) -> TrainingOptions:
+        """Validated options from ``config["training"]``.
+
+        Raises
+        ------
+        ConfigError
+            Naming the first bad entry and what to use instead.
+        """
+        from .optim import OPTIMIZERS, SCHEDULES
+
+        o = _build(cls, config, "training")
+        _at_least("training", "steps", o.steps, 1)
+        for key in ("log_every", "checkpoint_every"):
+            _at_least("training", key, getattr(o, key), 1)
+        if o.dtype not in ("float32", "float64"):
+            raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {o.dtype!r}")
+        if o.derivatives not in ("jet", "autograd"):
+            raise ConfigError(f"training.derivatives must be 'jet' or 'autograd', got {o.derivatives!r}")
+        if o.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"training.optimizer must be one of {sorted(OPTIMIZERS)}, got {o.optimizer!r}")
+        if o.schedule not in SCHEDULES:
+            raise ConfigError(f"training.schedule must be one of {sorted(SCHEDULES)}, got {o.schedule!r}")
+        if not (o.lr > 0 and o.lr_final > 0):
+            raise ConfigError("training.lr and training.lr_final must be positive")
+        for key in ("history", "max_iter"):
+            if not (isinstance(o.lbfgs.get(key), int) and o.lbfgs[key] >= 1):
+                raise ConfigError(f"training.lbfgs.{key} must be an integer >= 1, got {o.lbfgs.get(key)!r}")
+        if o.compile and o.derivatives != "jet":
+            raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
+                              "'autograd' (nested autograd cannot be compiled); drop one of the two")
+        if o.compile and o.optimizer != "adam":
+            raise ConfigError(f"training.compile (--compile) compiles Adam's update; with training.optimizer="
+                              f"{o.optimizer!r} run without --compile")
+        return o
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """The ``sampling`` block: method, points per round, resampling, curriculum, adaptive refinement (RAR)."""
+
+    method: str
+    interior: int
+    boundary: int
+    initial: int
+    resample_every: int
+    pde_on_boundary: bool
+    time_ramp: float
+    time_ramp_start: float
+    rar_every: int
+    rar_pool: int
+    rar_add: int
+    rar_constraints: list
+
+    @classmethod
+    def from_config(cls, config: dict) -> SamplingOptions:
+        """Validated options from ``config["sampling"]`` (every integer entry is a point count >= 0).
+
+        Raises
+        ------
+        ConfigError
+            Naming the first bad entry.
+        """
+        from ..sampling import METHODS
+
+        o = _build(cls, config, "sampling")
+        if o.method not in METHODS:
+            raise ConfigError(f"sampling.method must be one of {list(METHODS)}, got {o.method!r}")
+        for key, value in _block(config, "sampling").items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                _at_least("sampling", key, value, 0)
+        _at_least("sampling", "resample_every", o.resample_every, 1)
+        _at_least("sampling", "rar_pool", o.rar_pool, 1)
+        if not (o.time_ramp >= 0 and 0 < o.time_ramp_start <= 1):
+            raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
+        return o
+
+
+@dataclass(frozen=True)
+class NetworkOptions:
+    """The ``network`` block: kind, width, depth, activation, initialisation, input features, hard initial fields."""
+
+    kind: str
+    width: int
+    depth: int
+    activation: str
+    init: str
+    output_gain: float
+    first_omega: float
+    scales: list
+    fourier_features: int
+    fourier_scale: float
+    input_scaling: bool
+    hard_initial: bool
+
+    @classmethod
+    def from_config(cls, config: dict) -> NetworkOptions:
+        """Validated options from ``config["network"]``.
+
+        Raises
+        ------
+        ConfigError
+            Naming the first bad entry.
+        """
+        from ..networks import ACTIVATIONS, BODIES, INITS
+
+        o = _build(cls, config, "network")
+        if o.kind not in BODIES:
+            raise ConfigError(f"network.kind must be one of {sorted(BODIES)}, got {o.kind!r}")
+        if o.activation not in ACTIVATIONS:
+            raise ConfigError(f"network.activation must be one of {sorted(ACTIVATIONS)}, got {o.activation!r}")
+        if o.init not in INITS:
+            raise ConfigError(f"network.init must be one of {list(INITS)}, got {o.init!r}")
+        _at_least("network", "width", o.width, 1)
+        _at_least("network", "depth", o.depth, 1)
+        _at_least("network", "fourier_features", o.fourier_features, 0)
+        if not o.scales or not all(isinstance(s, (int, float)) and s > 0 for s in o.scales):
+            raise ConfigError(f"network.scales must be a non-empty list of positive numbers, got {o.scales}")
+        if not o.fourier_scale > 0:
+            raise ConfigError(f"network.fourier_scale must be positive, got {o.fourier_scale}")
+        return o

@@ -1,0 +1,136 @@
+"""Points: every constraint's collocation cloud per sampling round, this rank's spatial shard of it, and
+residual-based adaptive refinement (RAR).
+
+Every rank draws the global cloud of a round from the run seed (``derive_seed(seed, "points", name,
+round)``, the one seeding scheme), so the loss denominators need no communication; the spatial columns
+the problem declares (every input but t) are split by recursive coordinate bisection
+(:mod:`elecsolver.sharding`).  RAR (Lu, Meng, Mao & Karniadakis, SIAM Rev. 63 (2021) 208, sec. 2.8):
+every ``sampling.rar_every`` steps a candidate pool of ``sampling.rar_pool`` points is drawn for each
+constraint in ``sampling.rar_constraints``, its residuals are computed shard by shard and summed over
+ranks, and the ``sampling.rar_add`` points of largest residual (ties broken by index, so every rank picks
+the same) join that constraint for the rest of the run; they are kept in checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..problem import Constraint
+from ..sampling import PointCloud, derive_seed
+from ..sharding import shard_indices
+
+__all__ = ["Batch", "Points"]
+
+
+@dataclass
+class Batch:
+    """This rank's share of one constraint for the current sampling round."""
+
+    constraint: Constraint
+    points: torch.Tensor            # [n, d]
+    normals: torch.Tensor | None    # [n, s]
+    weights: torch.Tensor | None    # [n]
+    n_global: int                   # points over all ranks
+    denom: float                    # sum of weights over all ranks
+    denom_t: torch.Tensor           # the same as a 0-d tensor (an input of the compiled graph)
+
+
+class Points:
+    """Collocation points of every constraint, resampled every ``sampling.resample_every`` steps.
+
+    Parameters
+    ----------
+    constraints : sequence of Constraint
+    sampling : SamplingOptions
+    seed, steps : int
+        Run seed and total steps (for the curriculum's progress).
+    rank, world : int
+    spatial : sequence of int
+        Input columns the shards split along.
+    dtype, device
+        Of the tensors handed to the loss.
+    shard_sizes : dict, optional
+        Constraint name -> points per rank, to force an uneven split (tests).
+    """
+
+    def __init__(self, constraints: Sequence[Constraint], sampling, seed: int, steps: int, rank: int, world: int,
+                 spatial: Sequence[int], dtype: torch.dtype, device: torch.device,
+                 shard_sizes: dict[str, list[int]] | None = None):
+        self.constraints, self.sampling, self.seed, self.steps = list(constraints), sampling, seed, steps
+        self.rank, self.world, self.spatial = rank, world, list(spatial)
+        self.dtype, self.device, self.shard_sizes = dtype, device, shard_sizes or {}
+        self.round: int | None = None
+        self.batches: list[Batch] = []
+        self.added: dict[str, PointCloud] = {}
+
+    def tensor(self, a: np.ndarray | None) -> torch.Tensor | None:
+        return None if a is None else torch.as_tensor(a, dtype=self.dtype, device=self.device)
+
+    def shard(self, cloud: PointCloud, sizes=None) -> tuple[np.ndarray, PointCloud]:
+        """This rank's spatial shard of a global cloud: (indices, sub-cloud)."""
+        idx = shard_indices(cloud.points[:, self.spatial], self.rank, self.world, sizes)
+        return idx, cloud.subset(idx)
+
+    def cloud(self, c: Constraint, round_: int) -> PointCloud:
+        """The global cloud of constraint ``c`` in sampling round ``round_`` (RAR points included)."""
+        start = round_ * self.sampling.resample_every
+        cloud = c.sample(derive_seed(self.seed, "points", c.name, round_), start / self.steps)
+        return _concat(cloud, self.added[c.name]) if c.name in self.added else cloud
+
+    def at(self, step: int) -> list[Batch]:
+        """The batches of the round that ``step`` belongs to (sampled when the round changes)."""
+        round_ = step // self.sampling.resample_every
+        if round_ != self.round:
+            self.batches = []
+            for c in self.constraints:
+                cloud = self.cloud(c, round_)
+                _, local = self.shard(cloud, self.shard_sizes.get(c.name))
+                denom = float(len(cloud)) if cloud.weights is None else float(np.sum(cloud.weights))
+                self.batches.append(Batch(c, self.tensor(local.points), self.tensor(local.normals),
+                                          self.tensor(local.weights), len(cloud), denom,
+                                          self.tensor(np.array(max(denom, 1e-300)))))
+            self.round = round_
+        return self.batches
+
+    def refine(self, step: int, score: Callable[[Constraint, torch.Tensor, torch.Tensor | None], torch.Tensor],
+               all_reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, int]:
+        """One RAR round; ``score(c, points, normals)`` gives the local squared residuals [n]; returns the
+        points added per constraint."""
+        added = {}
+        for c in self.constraints:
+            if c.name not in self.sampling.rar_constraints:
+                continue
+            pool = c.sample(derive_seed(self.seed, "rar", c.name, step), step / self.steps)
+            idx, local = self.shard(pool)
+            total = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
+            if len(idx):
+                s = score(c, self.tensor(local.points), self.tensor(local.normals)).detach()
+                total[torch.as_tensor(idx, device=self.device)] = s.double()
+            all_reduce_sum(total)
+            order = np.argsort(-total.cpu().numpy(), kind="stable")[: self.sampling.rar_add]
+            new = pool.subset(np.sort(order))
+            if new.weights is not None:  # added points stand for the mean measure of a pool point
+                new.weights = np.full(len(new), float(np.mean(pool.weights)))
+            self.added[c.name] = _concat(self.added[c.name], new) if c.name in self.added else new
+            added[c.name] = len(new)
+        self.round = None  # reshard with the new points
+        return added
+
+    def state_dict(self) -> dict:
+        return {"round": self.round, "rar_points": {k: (v.points, v.normals, v.weights) for k, v in self.added.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.added = {k: PointCloud(*v) for k, v in state["rar_points"].items()}
+        self.round = None
+
+
+def _concat(a: PointCloud, b: PointCloud) -> PointCloud:
+    """Rows of ``a`` then ``b`` (normals and weights must be present in both or neither)."""
+    def cat(x, y):
+        return None if x is None or y is None else np.concatenate([x, y])
+
+    return PointCloud(np.concatenate([a.points, b.points]), cat(a.normals, b.normals), cat(a.weights, b.weights))

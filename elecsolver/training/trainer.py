@@ -1,0 +1,334 @@
+"""The training loop: points -> loss -> step, with callbacks for logs, checkpoints and progress.
+
+:class:`Trainer` composes the parts (:mod:`~elecsolver.training.points`, :mod:`~elecsolver.training.loss`,
+:mod:`~elecsolver.training.step`) for a problem and a model that ``elecsolver.parallel`` may already have
+transformed, with a :class:`~elecsolver.training.context.RunContext` that says how to talk to the other
+ranks.  Without a model it builds the problem's network (seeded from ``training.seed``); without a
+context it is one process, and refuses to start when a launcher started several (every rank would
+silently train its own copy): use :func:`elecsolver.train` there.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import __version__
+from ..config import ConfigError
+from ..io.atomic import atomic_path, write_text
+from ..problem import Problem
+from .context import RunContext, launched_world_size
+from .loss import constraint_residual, loss_terms
+from .points import Points
+from .step import Step
+
+__all__ = ["ResumeError", "Trainer", "build_model"]
+
+log = logging.getLogger("elecsolver.trainer")
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+class ResumeError(ValueError):
+    """A checkpoint that does not belong to this run (other configuration or package version)."""
+
+
+def build_model(problem: Problem, device: str | torch.device = "cpu") -> nn.Module:
+    """The problem's network, initialised from ``training.seed``, on ``device`` in ``training.dtype``."""
+    torch.manual_seed(problem.training.seed)
+    return problem.build_network().to(device=torch.device(device), dtype=DTYPES[problem.training.dtype])
+
+
+class Trainer:
+    """Train a problem's network on its constraints.
+
+    Parameters
+    ----------
+    problem : Problem
+    model : nn.Module, optional
+        The network (possibly transformed by ``elecsolver.parallel``); default :func:`build_model`, whose
+        parameters are then broadcast from rank 0.
+    context : RunContext, optional
+        Rank, world and collectives (default: one process).
+    comm : communicator, optional
+        Shortcut for ``context=RunContext.from_comm(comm)``.
+    device : str
+        "cpu" or "cuda[:k]".
+    out_dir : path, optional
+        Where the checkpoint and ``convergence.csv`` go (the writer rank writes); None: nowhere.
+    reference : FieldSet, optional
+        Reference fields on the problem's output sites, for the errors logged during training.
+    shard_sizes : dict, optional
+        Constraint name -> points per rank, to force an uneven split (tests).
+    progress : bool
+        Show a progress bar on the writer rank.
+    check_gradients : callable, optional
+        ``check_gradients(params) -> bool``, the loss-scale check of :class:`~elecsolver.training.step.Step`.
+
+    Raises
+    ------
+    ConfigError
+        If a launcher started several ranks but no context was given.
+    """
+
+    def __init__(self, problem: Problem, model: nn.Module | None = None, context: RunContext | None = None, *,
+                 comm=None, device: str = "cpu", out_dir: str | os.PathLike | None = None, reference=None,
+                 shard_sizes: dict[str, list[int]] | None = None, progress: bool = True, check_gradients=None):
+        self.problem, self.options = problem, problem.training
+        self.ctx = context if context is not None else RunContext.from_comm(comm)
+        launched = launched_world_size()
+        if self.ctx.world == 1 and launched > 1:
+            raise ConfigError(f"this process is one of {launched} ranks started by a launcher (mpirun, torchrun or "
+                              "srun), but the Trainer has no data-parallel context, so every rank would train its own "
+                              "copy; use elecsolver.train(problem), or run one process")
+        self.device, self.dtype = torch.device(device), DTYPES[self.options.dtype]
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.reference, self.progress = reference, progress
+        if model is None:
+            model = build_model(problem, self.device)
+            for p in model.parameters():  # identical start on every rank
+                self.ctx.broadcast(p.data, 0)
+        self.model = model
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.constraints = problem.constraints()
+        spatial = [k for k, name in enumerate(problem.inputs) if name != "t"]
+        self.points = Points(self.constraints, problem.sampling, self.options.seed, self.options.steps, self.ctx.rank,
+                             self.ctx.world, spatial, self.dtype, self.device, shard_sizes)
+        self._terms_fn = self._terms
+        if self.options.compile:
+            self._terms_fn = torch.compile(self._terms, fullgraph=True)
+        self.stepper = Step(self.params, self.options, self.loss_terms, self.ctx.sync_gradients,
+                            self.ctx.all_reduce_sum, check_gradients)
+        self.step, self.wall_s, self.points_processed = 0, 0.0, 0
+        self.history: list[dict] = []
+        self.check_residuals()
+
+    def check_residuals(self, n: int = 4) -> None:
+        """Evaluate every loss term's residual on a few of its points, so that a residual of the wrong shape or
+        one reading an undeclared derivative fails here, in one line, before anything is trained or written.
+
+        Raises
+        ------
+        ConfigError
+            Naming the loss term and what to fix.
+        """
+        p = self.problem
+        for c in self.constraints:
+            cloud = c.sample(0, 0.0)
+            pts, nrm = self.points.tensor(cloud.points[:n]), self.points.tensor(
+                None if cloud.normals is None else cloud.normals[:n])
+            if pts.shape[0] == 0:
+                continue
+            try:
+                constraint_residual(self.model, c, pts, nrm, p.inputs, p.outputs, self.options.derivatives)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+
+    # compatibility views ---------------------------------------------------------------------
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        return self.stepper.optimizer
+
+    @property
+    def comm(self) -> RunContext:
+        return self.ctx
+
+    # loss -------------------------------------------------------------------------------------
+    def loss_terms(self) -> torch.Tensor:
+        """This rank's share of every weighted loss term at the current step, [n_constraints]."""
+        batches = [(b.points, b.normals, b.weights, b.denom_t if self.options.compile else max(b.denom, 1e-300))
+                   for b in self.points.at(self.step)]
+        return self._terms_fn(batches)
+
+    def _terms(self, batches: list) -> torch.Tensor:
+        p = self.problem
+        return loss_terms(self.model, self.params, self.constraints, batches, p.inputs, p.outputs,
+                          self.options.derivatives)
+
+    def residual(self, name: str, points: torch.Tensor, normals: torch.Tensor | None = None) -> torch.Tensor:
+        """The residual [n, m] of loss term ``name`` at training-unit ``points`` [n, d]: a public seam.
+
+        Raises
+        ------
+        KeyError
+            For an unknown term.
+        """
+        c = next((c for c in self.constraints if c.name == name), None)
+        if c is None:
+            raise KeyError(f"no loss term {name!r}; the terms are {[c.name for c in self.constraints]}")
+        p = self.problem
+        return constraint_residual(self.model, c, points, normals, p.inputs, p.outputs, self.options.derivatives)
+
+    def batches(self) -> list[tuple[str, torch.Tensor, int]]:
+        """This rank's points per constraint at the current step: (name, local points [n, d], global count)."""
+        return [(b.constraint.name, b.points, b.n_global) for b in self.points.at(self.step)]
+
+    # one step ----------------------------------------------------------------------------------
+    def train_step(self) -> tuple[float, list[float]]:
+        """One optimizer step; returns the global loss and its terms (equal on every rank)."""
+        values = self.stepper()
+        self.points_processed += sum(b.n_global for b in self.points.batches)
+        self.step += 1
+        return float(sum(values)), values
+
+    def refine(self) -> dict[str, int]:
+        """One adaptive-refinement round (see :mod:`elecsolver.training.points`)."""
+        def score(c, pts, nrm):
+            p = self.problem
+            return constraint_residual(self.model, c, pts, nrm, p.inputs, p.outputs, self.options.derivatives) \
+                .pow(2).sum(1)
+
+        added = self.points.refine(self.step, score, self.ctx.all_reduce_sum)
+        log.info("step %d: adaptive refinement added %s", self.step, added)
+        return added
+
+    # evaluation --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, times: np.ndarray | None = None, chunk: int = 65536):
+        """The network's fields on the problem's output sites (at ``times``, default all), SI, as a FieldSet."""
+        from ..evaluation import evaluate_fieldset
+
+        return evaluate_fieldset(self.model, self.problem, times, self.device, self.dtype, chunk)
+
+    # loop ---------------------------------------------------------------------------------------
+    def train(self, stop_after: int | None = None) -> None:
+        """Train up to ``training.steps`` (or up to step ``stop_after``, then checkpoint and return).
+
+        Raises
+        ------
+        FloatingPointError
+            If the loss stops being finite (the message says to lower training.lr).
+        """
+        total = self.options.steps
+        end = total if stop_after is None else min(stop_after, total)
+        bar = self._progress_bar(end)
+        rar_every = self.problem.sampling.rar_every
+        try:
+            while self.step < end:
+                t0 = time.perf_counter()
+                loss, terms = self.train_step()
+                if rar_every and self.step % rar_every == 0 and self.step < total:
+                    self.refine()
+                self.wall_s += time.perf_counter() - t0
+                if not math.isfinite(loss):
+                    raise FloatingPointError(f"the loss became {loss} at step {self.step}; lower training.lr")
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss:.3e}")
+                if self.step % self.options.log_every == 0 or self.step == end:
+                    self._log(loss, terms)
+                if self.step % self.options.checkpoint_every == 0 or self.step == end:
+                    self.save_checkpoint()
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _progress_bar(self, end: int):
+        if not (self.progress and self.ctx.is_writer and self.step < end):
+            return None
+        from tqdm.auto import tqdm
+
+        # a terminal gets a live bar; a log file gets an update every 30 s, not every step
+        interval = 0.1 if sys.stderr.isatty() else 30.0
+        return tqdm(total=end, initial=self.step, desc=self.problem.name, unit="step", mininterval=interval,
+                    maxinterval=max(10.0, interval))
+
+    def _log(self, loss: float, terms: list[float]) -> None:
+        if not self.ctx.is_writer:
+            return
+        row = {"step": self.step, "loss": loss}
+        row.update({f"loss_{c.name}": v for c, v in zip(self.constraints, terms)})
+        row["lr"] = self.stepper.lr
+        row["wall_s"] = self.wall_s
+        if self.reference is not None:
+            times = self.problem.progress_times()
+            pred = self.predict(times)
+            ref = self.reference if times is None else self.reference.select_times(slice(0, len(times)))
+            for k, v in self.problem.progress_metrics(pred, ref).items():
+                row[f"rel_l2_{k}"] = v
+        self.history.append(row)
+        log.info("step %d: %s", self.step, ", ".join(f"{k}={v:.4g}" for k, v in row.items() if k != "step"))
+        if self.out_dir is not None:
+            write_text(self.out_dir / "convergence.csv", _csv(self.history))
+
+    # checkpoints ----------------------------------------------------------------------------------
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return None if self.out_dir is None else self.out_dir / "checkpoint.pt"
+
+    def state_dict(self) -> dict:
+        """Everything a resume needs to continue bit for bit."""
+        return {
+            "package_version": __version__, "problem": self.problem.name, "config": self.problem.config,
+            "world": self.ctx.world, "step": self.step, "model": self.model.state_dict(),
+            **self.stepper.state_dict(), "points": self.points.state_dict(),
+            "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
+            "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
+        }
+
+    def save_checkpoint(self) -> None:
+        """Write ``checkpoint.pt`` atomically into ``out_dir`` (the writer rank only)."""
+        if not self.ctx.is_writer or self.checkpoint_path is None:
+            return
+        with atomic_path(self.checkpoint_path) as tmp:
+            torch.save(self.state_dict(), tmp)
+
+    def load_checkpoint(self, path: str | os.PathLike | None = None) -> None:
+        """Continue from a checkpoint written by :meth:`save_checkpoint`.
+
+        Raises
+        ------
+        ResumeError
+            If there is no checkpoint, or it was written by another package version or with another
+            configuration (the differing keys are named).
+        """
+        path = Path(path) if path is not None else self.checkpoint_path
+        if path is None or not path.exists():
+            raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
+        state = torch.load(path, map_location=self.device, weights_only=False)
+        if state["package_version"] != __version__:
+            raise ResumeError(f"--resume: the checkpoint was written by elecsolver {state['package_version']}, "
+                              f"this is {__version__}; start a fresh run")
+        if state["config"] != self.problem.config or state["problem"] != self.problem.name:
+            diff = _diff_keys(state["config"], self.problem.config)
+            raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}; "
+                              "use the same preset, --steps, --seed, --dtype and --set values")
+        self.model.load_state_dict(state["model"])
+        self.stepper.load_state_dict(state)
+        self.points.load_state_dict(state["points"])
+        torch.set_rng_state(state["torch_rng"])
+        np.random.set_state(state["numpy_rng"])
+        random.setstate(state["python_rng"])
+        self.step, self.wall_s = state["step"], state["wall_s"]
+        self.points_processed, self.history = state["points_processed"], state["history"]
+
+
+def _diff_keys(a, b, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out += _diff_keys(a.get(k), b.get(k), f"{prefix}{k}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def _csv(rows: list[dict]) -> str:
+    names: list[str] = []
+    for r in rows:
+        names += [k for k in r if k not in names]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=names)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
