@@ -67,14 +67,14 @@ def test_compiled_loop_compiles_once_without_graph_breaks_or_recompiles():
     assert graphs == 2, dict(counters["stats"])
     assert not counters["graph_break"], dict(counters["graph_break"])
     lr0 = float(tr.optimizer.param_groups[0]["lr"])
-    first_points = tr.points()[0][1].clone()
+    first_points = tr.batches()[0][1].clone()
     with torch.compiler.set_stance("fail_on_recompile"):  # a recompile would raise here
         for _ in range(10):
             tr.train_step()
     assert counters["stats"]["unique_graphs"] == graphs
     assert not counters["graph_break"]
     assert float(tr.optimizer.param_groups[0]["lr"]) < lr0                 # the schedule moved
-    assert not torch.equal(tr.points()[0][1], first_points)                # and points were resampled
+    assert not torch.equal(tr.batches()[0][1], first_points)                # and points were resampled
 
 
 def test_compiled_maxwell_point_source_matches_eager():
@@ -102,7 +102,7 @@ def test_autograd_with_compile_is_a_clear_error(tmp_path):
     proc = run_cli("run", "helmholtz-square", "--compile", "--set", 'training.derivatives="autograd"',
                    "--out", str(out))
     assert proc.returncode == 2
-    assert len(proc.stderr.strip().splitlines()) == 1 and "(training.compile) needs jet derivatives" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "training.compile (--compile) needs jet derivatives" in proc.stderr
     assert not out.exists()
 
 

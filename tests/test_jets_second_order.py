@@ -15,6 +15,7 @@ from elecsolver.networks import (
     Activation,
     FourierFeatures,
     HardInitialCondition,
+    Network,
     InputScaling,
     JetLinear,
     Residual,
@@ -54,9 +55,9 @@ def _networks():
                                            first_omega=3.0, output_gain=1.0)
     nets["multiscale-sin"] = build_network("multiscale", 3, 3, *box, width=8, depth=2, activation="sin",
                                            scales=[1.0, 3.0], first_omega=4.0, output_gain=1.0)
-    nets["multiscale-tanh-hard"] = HardInitialCondition(
+    nets["multiscale-tanh-hard"] = Network(
         build_network("multiscale", 3, 3, *box, width=8, depth=2, activation="tanh", scales=[1.0, 2.0],
-                      output_gain=1.0), t_column=2, t_start=0.0, span=0.4)
+                      output_gain=1.0), [HardInitialCondition(t_column=2, t_start=0.0, span=0.4)])
     nets["fourier-residual-gelu"] = nn.Sequential(
         InputScaling(*box), FourierFeatures(3, 6, scale=1.5), JetLinear(12, 12), Activation("gelu"),
         Residual(nn.Sequential(JetLinear(12, 12), Activation("silu"))), JetLinear(12, 3))
@@ -133,8 +134,8 @@ def test_product_rule_equals_autograd(decl):
 @pytest.mark.parametrize("activation", ["tanh", "sin", "gelu"])
 def test_parameter_gradients_of_a_second_order_loss_equal_autograd(activation):
     torch.manual_seed(1)
-    net = HardInitialCondition(build_network("mlp", 3, 3, [0, 0, 0], [1, 2, 0.5], width=10, depth=2,
-                                             activation=activation, output_gain=1.0), 2, 0.0, 0.5).double()
+    net = Network(build_network("mlp", 3, 3, [0, 0, 0], [1, 2, 0.5], width=10, depth=2,
+                                activation=activation, output_gain=1.0), [HardInitialCondition(2, 0.0, 0.5)]).double()
     pts = torch.rand(40, 3, dtype=torch.float64)
     grads = []
     for method in ("jet", "autograd"):

@@ -291,7 +291,11 @@ def check_matching(a: FieldSet, b: FieldSet, what: str, names: Sequence[str] | N
         raise ValueError(f"{what} must be a FieldSet, got {type(b).__name__}")
     if a.sites != b.sites:
         raise ValueError(f"{what} must have the same sites: {a.sites!r} vs {b.sites!r}")
-    if (a.times is None) != (b.times is None) or (a.times is not None and not np.array_equal(a.times, b.times)):
+    if b.times is None:
+        same_times = a.times is None
+    else:
+        same_times = a.times is not None and np.array_equal(a.times, b.times)
+    if not same_times:
         raise ValueError(f"{what} must have the same times (s) as the fields")
     if names is None:
         if set(a.names) != set(b.names):

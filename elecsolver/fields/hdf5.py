@@ -1,4 +1,4 @@
-"""The HDF5 writer and reader of a :class:`~elecsolver.fields.FieldSet`, with an XDMF 3 sidecar (schema version 2).
+"""HDF5 writer and reader of a :class:`~elecsolver.fields.FieldSet` plus an XDMF 3 sidecar (schema version 2).
 
 Layout of ``fields.h5`` (every dataset has a string ``units`` attribute; ``"1"`` = dimensionless)::
 
@@ -15,7 +15,7 @@ Layout of ``fields.h5`` (every dataset has a string ``units`` attribute; ``"1"``
                                                          no nt axis for static fields
     /fields/<name>            [nt, *site shape, 2]       complex field: real and imaginary parts on a last
                                                          axis (float32 for complex64, float64 for
-                                                         complex128), attribute complex=True
+                                                         complex128), attribute complex=1 (int8)
     /reference/<name>         same as /fields            only when a reference is given
     /xdmf/points              [S, 3] float64, "m"        grid sites (and 1-D meshes) as (x, y, z) padded
                                                          with 0; point index = C order of the site shape
@@ -51,12 +51,13 @@ Changes from schema version 1 (2-D grids with real fields only, written by
 
 * 1-D grids (Polyline cells, points (x, 0, 0)) and 3-D grids (``/coords/z``, hexahedra);
 * mesh sites as ``/mesh/points`` and ``/mesh/cells/<type>`` (any number of cell types);
-* complex fields (last axis of 2, attribute ``complex``; ``_re``/``_im``/``_abs`` views);
+* complex fields (last axis of 2, attribute ``complex`` = 1; ``_re``/``_im``/``_abs`` views);
 * ``/mask`` and its ``mask`` view;
 * static fields on any sites (one grid at Time 0), as version 1 did for 2-D grids.
 
 For a real time series on a 2-D grid the layout is that of version 1 (same datasets, shapes and
-attributes); only ``schema_version`` is 2.  :func:`read_hdf5` reads versions 1 and 2.
+attributes); only ``schema_version`` is 2, and coordinates are always float64.  :func:`read_hdf5`
+reads versions 1 and 2.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ import numpy as np
 import elecsolver
 from elecsolver.io.atomic import atomic_path
 
-from .fieldset import FieldSet
+from .fieldset import FieldSet, check_matching
 from .sites import AXIS_NAMES, GridSites, MeshSites, Sites
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "decode_attrs", "encode_attrs", "read_hdf5", "write_hdf5"]
@@ -87,7 +88,8 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 RESERVED_ATTRS = ("schema_version", "package_version", "json_attrs")
 SUFFIXES = (".h5", ".hdf5")
-_XDMF_DTYPE = {"float32": ("Float", "4"), "float64": ("Float", "8"), "int64": ("Int", "8"), "uint8": ("UChar", "1")}
+_XDMF_DTYPE = {"float32": ("Float", "4"), "float64": ("Float", "8"), "int64": ("Int", "8"),
+               "uint8": ("UChar", "1")}
 # XDMF 3 topology name and the type number that precedes each cell in a "Mixed" topology
 # (XDMF model, section Topology; numbers as in XdmfTopologyType.cpp and meshio/xdmf/common.py)
 _XDMF_TOPOLOGY = {"vertex": ("Polyvertex", 1), "line": ("Polyline", 2), "triangle": ("Triangle", 4),
@@ -175,7 +177,7 @@ class _Topology:
 
 
 def grid_cells(shape: tuple[int, ...]) -> tuple[str, np.ndarray]:
-    """meshio cell type and int64 connectivity of a grid with site shape ``(nx,)``, ``(ny, nx)`` or ``(nz, ny, nx)``.
+    """meshio cell type and int64 connectivity of a grid of site shape (nx,), (ny, nx) or (nz, ny, nx).
 
     Lines ``[nx-1, 2]``; counter-clockwise quads ``[(ny-1)*(nx-1), 4]``; hexahedra
     ``[(nz-1)*(ny-1)*(nx-1), 8]`` in VTK/XDMF node order (bottom face counter-clockwise, then top).
@@ -198,7 +200,8 @@ def grid_cells(shape: tuple[int, ...]) -> tuple[str, np.ndarray]:
 
 
 def _mixed(cells: Mapping[str, np.ndarray]) -> tuple[np.ndarray, int]:
-    """The XDMF Mixed topology array: per cell its type number (lines and vertices also their node count), then its nodes."""
+    """The XDMF Mixed topology array: per cell its type number (lines and vertices also their node
+    count), then its nodes."""
     parts = []
     for ctype, block in cells.items():
         number = _XDMF_TOPOLOGY[ctype][1]
@@ -211,41 +214,35 @@ def _padded(coords: np.ndarray) -> np.ndarray:
     return np.column_stack([coords, np.zeros((len(coords), 3 - coords.shape[1]))])
 
 
+def _dataset(h5: h5py.File, path: str, data: np.ndarray, units: str) -> _Item:
+    h5.create_dataset(path, data=data).attrs["units"] = units
+    return _Item(f"/{path}", data.shape, data.dtype.name)
+
+
+def _single(ctype: str, cells: np.ndarray, cell_item: _Item, points: _Item, geometry: str) -> _Topology:
+    """The topology of one cell block (Polyline/Polyvertex also need NodesPerElement)."""
+    per_element = cells.shape[1] if ctype in ("line", "vertex") else None
+    return _Topology(_XDMF_TOPOLOGY[ctype][0], len(cells), cell_item, geometry, points, per_element)
+
+
 def _write_sites(h5: h5py.File, sites: Sites) -> _Topology:
     """Write the site datasets and the /xdmf points and cells; return what the XDMF Topology/Geometry read."""
-    def dataset(path: str, data: np.ndarray, units: str) -> _Item:
-        h5.create_dataset(path, data=data).attrs["units"] = units
-        return _Item(f"/{path}", data.shape, data.dtype.name)
-
     if isinstance(sites, GridSites):
         for name, axis in sites.axes.items():
-            dataset(f"coords/{name}", axis, "m")
+            _dataset(h5, f"coords/{name}", axis, "m")
         ctype, cells = grid_cells(sites.shape)
-        blocks = {ctype: cells}
-        cell_item = dataset("xdmf/cells", cells, "1")
-    else:
-        group = h5.create_group("mesh/cells", track_order=True)
-        items = {ctype: dataset(f"mesh/cells/{ctype}", block, "1") for ctype, block in sites.cells.items()}
-        group.attrs["units"] = "1"
-        blocks = dict(sites.cells)
-        if len(blocks) == 1:
-            (ctype, cells), = blocks.items()
-            cell_item = items[ctype]
-        else:
-            flat, count = _mixed(blocks)
-            cell_item = dataset("xdmf/cells", flat, "1")
-    if isinstance(sites, MeshSites) and sites.dim >= 2:
-        points = dataset("mesh/points", sites.points, "m")
-        geometry = "XY" if sites.dim == 2 else "XYZ"
-    else:
-        if isinstance(sites, MeshSites):
-            dataset("mesh/points", sites.points, "m")
-        points, geometry = dataset("xdmf/points", _padded(sites.coordinates()), "m"), "XYZ"
-    if len(blocks) > 1:
-        return _Topology("Mixed", count, cell_item, geometry, points)
-    name = _XDMF_TOPOLOGY[ctype][0]
-    per_element = cells.shape[1] if ctype in ("line", "vertex") else None
-    return _Topology(name, len(cells), cell_item, geometry, points, per_element)
+        points = _dataset(h5, "xdmf/points", _padded(sites.coordinates()), "m")
+        return _single(ctype, cells, _dataset(h5, "xdmf/cells", cells, "1"), points, "XYZ")
+    points, geometry = _dataset(h5, "mesh/points", sites.points, "m"), ("XYZ", "XY", "XYZ")[sites.dim - 1]
+    if sites.dim == 1:  # XDMF has no 1-D geometry: pad to (x, 0, 0)
+        points = _dataset(h5, "xdmf/points", _padded(sites.points), "m")
+    h5.create_group("mesh/cells", track_order=True)
+    items = {ctype: _dataset(h5, f"mesh/cells/{ctype}", block, "1") for ctype, block in sites.cells.items()}
+    if len(items) == 1:
+        (ctype, cells), = sites.cells.items()
+        return _single(ctype, cells, items[ctype], points, geometry)
+    flat, count = _mixed(sites.cells)
+    return _Topology("Mixed", count, _dataset(h5, "xdmf/cells", flat, "1"), geometry, points)
 
 
 # --- fields and their views -----------------------------------------------------------------------
@@ -264,10 +261,10 @@ class _View:
 
 def _view_names(fs: FieldSet, reference: FieldSet | None) -> list[str]:
     names = []
-    for suffix, group in (("", fs), ("_ref", reference)):
-        for name in (group.names if group is not None else ()):
+    for suffix, fset in (("", fs), ("_ref", reference)):
+        for name in (fset.names if fset is not None else ()):
             base = name + suffix
-            names += [f"{base}_re", f"{base}_im", f"{base}_abs"] if group.is_complex(name) else [base]
+            names += [f"{base}_re", f"{base}_im", f"{base}_abs"] if fset.is_complex(name) else [base]
     return names + (["mask"] if fs.mask is not None else [])
 
 
@@ -280,7 +277,8 @@ def _check_view_names(fs: FieldSet, reference: FieldSet | None) -> None:
         seen.add(name)
     if clash:
         raise ValueError(f"the XDMF attribute names {sorted(set(clash))} clash (with each other, with "
-                         f"'<name>_ref', '_re', '_im', '_abs', 'mask', or with 'points'/'cells'); rename the fields")
+                         f"'<name>_ref', '_re', '_im', '_abs', 'mask', or with 'points'/'cells'); "
+                         f"rename the fields")
 
 
 def _add_views(h5: h5py.File, view: str, source: str, shape: tuple[int, ...], dtype: np.dtype, units: str,
@@ -307,10 +305,11 @@ def _write_field(h5: h5py.File, group: str, name: str, view: str, arr: np.ndarra
     real = np.dtype(arr.real.dtype)
     parts = arr.view(real).reshape(*arr.shape, 2)
     ds = h5.create_dataset(f"{group}/{name}", data=parts)
-    ds.attrs.update({"units": units, "complex": True})
+    ds.attrs.update({"units": units, "complex": np.int8(1)})
     views = []
     for part, suffix in ((0, "_re"), (1, "_im")):
-        _add_views(h5, f"xdmf/{view}{suffix}", f"/{group}/{name}", parts.shape, real, units, static, size, part)
+        _add_views(h5, f"xdmf/{view}{suffix}", f"/{group}/{name}", parts.shape, real, units, static, size,
+                   part)
         views.append(_View(view + suffix, f"xdmf/{view}{suffix}", real.name))
     magnitude = np.abs(arr) if not static else np.abs(arr)[None]
     for k, values in enumerate(magnitude):
@@ -360,7 +359,7 @@ def _xdmf_tree(h5_name: str, times: np.ndarray, size: int, topology: _Topology,
 
 # --- write and read -------------------------------------------------------------------------------
 def check_path(path: pathlib.Path) -> None:
-    """Raise ValueError unless ``path`` ends with .h5/.hdf5 and its name has no ':' (XDMF uses ``file:dataset``)."""
+    """Raise ValueError unless ``path`` ends with .h5/.hdf5 and has no ':' in its name (XDMF: file:path)."""
     if path.suffix.lower() not in SUFFIXES:
         raise ValueError(f"path must end with .h5 or .hdf5, got {str(path)!r}")
     if ":" in path.name:
@@ -406,6 +405,8 @@ def write_hdf5(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldS
     if isinstance(fieldset.sites, GridSites) and min(fieldset.sites.shape) < 2:
         raise ValueError(f"the HDF5/XDMF writer needs >= 2 values on every grid axis (to form cells), "
                          f"got site shape {list(fieldset.sites.shape)}")
+    if reference is not None:
+        check_matching(fieldset, reference, "reference")
     if reference is not None and reference.mask is not None and not (
             fieldset.mask is not None and np.array_equal(reference.mask, fieldset.mask)):
         raise ValueError("reference.mask must be None or the same as fieldset.mask (one /mask is stored)")
@@ -452,14 +453,15 @@ def _read_sites(h5: h5py.File) -> tuple[Sites, dict[str, str]]:
         unit = str(points.attrs.get("units", "m"))
         return sites, {name: unit for name in sites.names}
     axes = {name: h5[f"coords/{name}"] for name in AXIS_NAMES if f"coords/{name}" in h5}
-    return GridSites({n: ds[()] for n, ds in axes.items()}), {n: str(ds.attrs["units"]) for n, ds in axes.items()}
+    units = {n: str(ds.attrs["units"]) for n, ds in axes.items()}
+    return GridSites({n: ds[()] for n, ds in axes.items()}), units
 
 
 def _read_fields(group: h5py.Group) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     fields, units = {}, {}
     for name, ds in group.items():
         values = ds[()]
-        if ds.attrs.get("complex", False):
+        if int(ds.attrs.get("complex", 0)):
             complex_dtype = np.result_type(values.dtype, np.complex64)
             values = np.ascontiguousarray(values).view(complex_dtype)[..., 0]
         fields[name], units[name] = values, str(ds.attrs["units"])

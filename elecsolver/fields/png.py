@@ -28,7 +28,7 @@ import numpy as np
 
 from elecsolver.io.atomic import atomic_path
 
-from .fieldset import FieldSet
+from .fieldset import FieldSet, check_matching
 from .sites import GridSites, MeshSites
 
 __all__ = ["default_frames", "frame_names", "write_png"]
@@ -107,18 +107,21 @@ class _Plane:
 def _check_sites(fieldset: FieldSet) -> None:
     sites = fieldset.sites
     if isinstance(sites, MeshSites) and (sites.dim != 2 or not {"triangle", "quad"} & set(sites.cells)):
-        raise ValueError(f"the PNG writer draws meshes with 2-D points and triangle or quad cells, got {sites!r}")
+        raise ValueError(f"the PNG writer draws meshes with 2-D points and triangle or quad cells, "
+                         f"got {sites!r}")
 
 
-def _rows(values: np.ndarray, ref: np.ndarray | None) -> list[tuple[str, np.ndarray, np.ndarray | None,
-                                                                  np.ndarray | None, bool]]:
-    """(label, PINN, reference, |error|, signed) per row: the values, or real part and magnitude if complex."""
+def _rows(name: str, values: np.ndarray, ref: np.ndarray | None
+          ) -> list[tuple[str, str, np.ndarray, np.ndarray | None, np.ndarray | None, bool]]:
+    """(label, error label, PINN, reference, |error|, signed) per row: the values, or for a complex
+    field its real part and its magnitude (with the modulus of the complex error)."""
     err = None if ref is None else np.abs(values - ref)
     if values.dtype.kind != "c" and (ref is None or ref.dtype.kind != "c"):
-        return [("", values, ref, err, True)]
-    return [("Re ", values.real, None if ref is None else ref.real,
+        return [(name, f"|{name} error|", values, ref, err, True)]
+    return [(f"Re {name}", f"|Re {name} error|", values.real, None if ref is None else ref.real,
              None if ref is None else np.abs(values.real - ref.real), True),
-            ("|.| ", np.abs(values), None if ref is None else np.abs(ref), err, False)]
+            (f"|{name}|", f"|{name} error|", np.abs(values), None if ref is None else np.abs(ref), err,
+             False)]
 
 
 def _limits(arrays: list[np.ndarray], signed: bool) -> tuple[float | None, float | None]:
@@ -133,44 +136,47 @@ def _figure(fieldset: FieldSet, name: str, values: np.ndarray, ref: np.ndarray |
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    rows, unit = _rows(values, ref), fieldset.units[name]
+    rows, unit = _rows(name, values, ref), fieldset.units[name]
     line = isinstance(fieldset.sites, GridSites) and fieldset.sites.dim == 1
     cols = (2 if line else 3) if ref is not None else 1
     fig = Figure(figsize=(4.2 * cols, 3.6 * len(rows)), layout="constrained")
     FigureCanvasAgg(fig)
     plane = None if line else _Plane(fieldset)
-    for r, (label, pinn, reference, err, signed) in enumerate(rows):
+    for r, (label, err_label, pinn, reference, err, signed) in enumerate(rows):
         axes = [fig.add_subplot(len(rows), cols, r * cols + c + 1) for c in range(cols)]
         if line:
-            _draw_lines(fieldset, axes, f"{label}{name}", unit, when, pinn, reference, err)
+            _draw_lines(fieldset, axes, (label, err_label), unit, when, pinn, reference, err)
             continue
         pinn, reference, err = (None if a is None else plane.prepare(a) for a in (pinn, reference, err))
         vmin, vmax = _limits([a for a in (pinn, reference) if a is not None], signed)
-        panels = [(f"{label}{name} PINN", pinn, "RdBu_r" if signed else "viridis", vmin, vmax)]
+        panels = [(f"{label} PINN", pinn, "RdBu_r" if signed else "viridis", vmin, vmax)]
         if reference is not None:
-            panels += [(f"{label}{name} reference", reference, panels[0][2], vmin, vmax),
-                       (f"|{label}{name} error|", err, "magma", None, None)]
+            panels += [(f"{label} reference", reference, panels[0][2], vmin, vmax),
+                       (err_label, err, "magma", *_limits([err], signed=False))]
         for ax, (title, data, cmap, lo, hi) in zip(axes, panels):
             fig.colorbar(plane.draw(ax, data, cmap, lo, hi), ax=ax, label=f"[{unit}]")
-            ax.set(title=f"{title} [{unit}]{when}{plane.note}", xlabel="x [m]", ylabel="y [m]", aspect="equal")
+            ax.set(title=f"{title} [{unit}]{when}{plane.note}", xlabel="x [m]", ylabel="y [m]",
+                   aspect="equal")
     return fig
 
 
-def _draw_lines(fieldset: FieldSet, axes: list[Any], label: str, unit: str, when: str, pinn: np.ndarray,
-                reference: np.ndarray | None, err: np.ndarray | None) -> None:
+def _draw_lines(fieldset: FieldSet, axes: list[Any], labels: tuple[str, str], unit: str, when: str,
+                pinn: np.ndarray, reference: np.ndarray | None, err: np.ndarray | None) -> None:
+    label, err_label = labels
     x = fieldset.sites.axes["x"]
     keep = np.ones(x.size, bool) if fieldset.mask is None else fieldset.mask
     axes[0].plot(x[keep], pinn[keep], label="PINN")
     if reference is not None:
         axes[0].plot(x[keep], reference[keep], "--", label="reference")
         axes[1].plot(x[keep], err[keep], color="C3")
-        axes[1].set(title=f"|{label} error| [{unit}]{when}", xlabel="x [m]", ylabel=f"[{unit}]")
+        axes[1].set(title=f"{err_label} [{unit}]{when}", xlabel="x [m]", ylabel=f"[{unit}]")
     axes[0].legend()
     axes[0].set(title=f"{label} [{unit}]{when}", xlabel="x [m]", ylabel=f"[{unit}]")
 
 
 def write_png(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldSet | None = None,
-              attrs: Mapping[str, Any] | None = None, frames: Sequence[int] | None = None) -> list[pathlib.Path]:
+              attrs: Mapping[str, Any] | None = None,
+              frames: Sequence[int] | None = None) -> list[pathlib.Path]:
     """Write PNG snapshots of every field into the folder ``path`` (names and content: module docstring).
 
     Parameters
@@ -194,9 +200,12 @@ def write_png(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldSe
     Raises
     ------
     ValueError
-        For a mesh that cannot be drawn or a frame index out of range.  Nothing is written then.
+        For a mesh that cannot be drawn, a reference that does not match, or a frame index out of
+        range.  Nothing is written then.
     """
     _check_sites(fieldset)
+    if reference is not None:
+        check_matching(fieldset, reference, "reference")
     if fieldset.static:
         frames, names = [None], {name: [f"{name}.png"] for name in fieldset.names}
     else:

@@ -31,7 +31,7 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 
 
 def increasing_axis(what: str, values: Any, unit: str) -> np.ndarray:
-    """Validate a 1-D, finite, strictly increasing real array with >= 1 value; return a read-only float64 copy.
+    """Check a 1-D, finite, strictly increasing real array with >= 1 value; return a read-only float64 copy.
 
     Parameters
     ----------
@@ -141,7 +141,8 @@ class GridSites:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GridSites):
             return NotImplemented
-        return self.names == other.names and all(np.array_equal(self._axes[n], other._axes[n]) for n in self.names)
+        return self.names == other.names and all(np.array_equal(self._axes[n], other._axes[n])
+                                                  for n in self.names)
 
     __hash__ = None  # type: ignore[assignment]
 

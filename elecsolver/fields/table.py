@@ -19,7 +19,7 @@ import numpy as np
 
 from elecsolver.io.atomic import atomic_path
 
-from .fieldset import FieldSet
+from .fieldset import FieldSet, check_matching
 
 __all__ = ["csv_columns", "write_csv"]
 
@@ -67,7 +67,7 @@ def write_csv(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldSe
         Destination ``.csv``; its folder is created if missing.  Written atomically
         (:func:`elecsolver.io.atomic.atomic_path`).
     reference : FieldSet, optional
-        Reference on the same sites and times (checked by :func:`elecsolver.fields.write`).
+        Reference on the same sites and times, with the same field names and units.
     attrs : dict, optional
         Ignored (CSV has no place for metadata).
 
@@ -79,9 +79,11 @@ def write_csv(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldSe
     Raises
     ------
     ValueError
-        If column names clash.  Nothing is written then.
+        If column names clash or the reference does not match.  Nothing is written then.
     """
     path = pathlib.Path(path)
+    if reference is not None:
+        check_matching(fieldset, reference, "reference")
     columns = csv_columns(fieldset, reference)
     table = np.column_stack([np.asarray(data, dtype=np.float64) for _, data, _ in columns])
     path.parent.mkdir(parents=True, exist_ok=True)

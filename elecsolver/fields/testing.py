@@ -62,12 +62,16 @@ def _assert_unchanged(fs: FieldSet | None, before: dict[str, Any] | None, what: 
 
 
 def assert_same_fieldset(got: FieldSet, want: FieldSet, what: str = "fieldset") -> None:
-    """Raise AssertionError unless ``got`` equals ``want`` exactly: sites, names (in order), dtypes, values, units, times, mask."""
+    """Raise AssertionError unless ``got`` equals ``want`` exactly.
+
+    Compared: sites, names (in order), units, times, mask, and every field's dtype, shape and bytes.
+    """
     _expect(isinstance(got, FieldSet), f"{what}: got {type(got).__name__}, expected a FieldSet")
     _expect(type(got.sites) is type(want.sites) and got.sites == want.sites,
             f"{what}.sites: got {got.sites!r}, expected {want.sites!r}")
     _expect(got.names == want.names, f"{what}.names: got {got.names}, expected {want.names}")
-    _expect(dict(got.units) == dict(want.units), f"{what}.units: got {dict(got.units)}, expected {dict(want.units)}")
+    _expect(dict(got.units) == dict(want.units),
+            f"{what}.units: got {dict(got.units)}, expected {dict(want.units)}")
     _same_array(got.times, want.times, f"{what}.times")
     _same_array(got.mask, want.mask, f"{what}.mask")
     for name in want.names:
@@ -144,7 +148,8 @@ def _roundtrip_hdf5(fieldset: FieldSet, directory: pathlib.Path, reference: Fiel
         assert_same_fieldset(got, reference, "reference")
     _expect(data["attrs"].get("schema_version") == SCHEMA_VERSION, f"schema_version {data['attrs']}")
     for key, value in (attrs or {}).items():
-        _expect(data["attrs"].get(key) == value, f"attrs[{key!r}]: got {data['attrs'].get(key)!r}, expected {value!r}")
+        _expect(data["attrs"].get(key) == value,
+                f"attrs[{key!r}]: got {data['attrs'].get(key)!r}, expected {value!r}")
     _check_xdmf(h5, h5.with_suffix(".xdmf"), fieldset, reference)
     return data
 
@@ -178,8 +183,9 @@ def _roundtrip_png(fieldset: FieldSet, directory: pathlib.Path, reference: Field
 
 
 def assert_roundtrip(fieldset: FieldSet, directory: str | os.PathLike, format: str = "hdf5",
-                     reference: FieldSet | None = None, attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``fieldset`` in ``format`` into ``directory``, read it back and raise AssertionError on any difference.
+                     reference: FieldSet | None = None,
+                     attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``fieldset`` in ``format`` into ``directory`` and read it back; AssertionError on any difference.
 
     * ``"hdf5"``: ``fields.h5`` + ``fields.xdmf``; :func:`~elecsolver.fields.read` must give back
       the fieldset and reference exactly (sites, names, dtypes, values bytewise, units, times,

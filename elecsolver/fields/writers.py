@@ -1,4 +1,4 @@
-"""One registry of writers for :class:`~elecsolver.fields.FieldSet`: :func:`write` picks one by format or suffix.
+"""The registry of :class:`~elecsolver.fields.FieldSet` writers; :func:`write` picks one by format or suffix.
 
 Built in (see each module's docstring for the file layout):
 
@@ -33,7 +33,7 @@ from .hdf5 import read_hdf5, write_hdf5
 from .png import write_png
 from .table import write_csv
 
-__all__ = ["Writer", "WriterFunction", "read", "register_writer", "write", "writers"]
+__all__ = ["Writer", "WriterFunction", "read", "register_writer", "registered_writers", "write"]
 
 WriterFunction = Callable[..., list[pathlib.Path]]
 
@@ -95,7 +95,7 @@ def register_writer(name: str, suffixes: Sequence[str], function: WriterFunction
     return entry
 
 
-def writers() -> Mapping[str, Writer]:
+def registered_writers() -> Mapping[str, Writer]:
     """The registered writers by format name (a read-only view)."""
     return MappingProxyType(_REGISTRY)
 
@@ -132,7 +132,7 @@ def write(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldSet | 
     attrs : dict, optional
         Metadata (HDF5 root attributes; CSV and PNG ignore it).
     format : str, optional
-        A registered format name (:func:`writers`).
+        A registered format name (:func:`registered_writers`).
 
     Returns
     -------

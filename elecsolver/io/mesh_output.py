@@ -1,4 +1,4 @@
-"""Fields on the nodes of an unstructured mesh: a thin wrapper over the ``hdf5`` writer of :mod:`elecsolver.fields`.
+"""Fields on the nodes of an unstructured mesh: a thin wrapper over the ``hdf5`` writer of elecsolver.fields.
 
 :func:`write_mesh_fields` keeps its signature; it builds a :class:`~elecsolver.fields.MeshSites`
 and :class:`~elecsolver.fields.FieldSet` and writes them with
@@ -26,7 +26,7 @@ __all__ = ["write_mesh_fields"]
 def write_mesh_fields(path_h5: str | os.PathLike, *, points, cells: Mapping[str, Any], times,
                       fields: Mapping[str, Any], units: Mapping[str, str],
                       attrs: Mapping[str, Any] | None = None) -> pathlib.Path:
-    """Write time-dependent fields on mesh nodes to ``path_h5`` plus the sidecar ``path_h5.with_suffix(".xdmf")``.
+    """Write time-dependent fields on mesh nodes to ``path_h5`` and the sidecar ``.with_suffix(".xdmf")``.
 
     One XDMF grid per time step (a Temporal collection), one nodal attribute per field.  Both
     files are written under temporary names in the destination folder and moved into place when

@@ -14,6 +14,6 @@ from .scalar_conditions import Dirichlet, Impedance, InitialRate, Neumann, Robin
 from .sources import GaussianProfile, GaussianPulse, ModulatedGaussian, RampedSinusoid, Source
 
 __all__ = ["PDE", "PEC", "PMC", "Condition", "Context", "Derivatives", "Dirichlet", "GaussianProfile",
-           "GaussianPulse", "Helmholtz", "Impedance", "Initial", "InitialRate", "Laplace", "Maxwell", "Maxwell3D",
-           "MaxwellTEz", "MaxwellTMz", "ModulatedGaussian", "Neumann", "Piecewise", "Poisson", "RampedSinusoid",
-           "Robin", "ScalarPDE", "SilverMueller", "Source", "Wave", "coefficient", "piecewise"]
+           "GaussianPulse", "Helmholtz", "Impedance", "Initial", "InitialRate", "Laplace", "Maxwell",
+           "Maxwell3D", "MaxwellTEz", "MaxwellTMz", "ModulatedGaussian", "Neumann", "Piecewise", "Poisson",
+           "RampedSinusoid", "Robin", "ScalarPDE", "SilverMueller", "Source", "Wave", "coefficient", "piecewise"]

@@ -17,12 +17,12 @@ component; TMz: two, whose squares sum to Ez^2).  :class:`Initial` holds every f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-from .base import Condition, Context, values_of
+from ..scales import ETA0
+from .base import Coefficient, Condition, Context, coefficient, values_of
 
 __all__ = ["PEC", "PMC", "Initial", "SilverMueller", "cross_normal"]
 
@@ -88,31 +88,30 @@ class SilverMueller(Condition):
     ----------
     on, weight, name, points
         As :class:`~elecsolver.physics.base.Condition`.
-    eps_r, mu_r : float
-        The medium at the boundary (default: the PDE's, if numbers, else 1).
+    eps_r, mu_r : float or callable
+        The medium at the boundary (default: the PDE's), numbers or functions of the SI position evaluated
+        at the boundary points (e.g. a :func:`~elecsolver.physics.piecewise` permittivity).
     """
 
     default_name = "absorbing"
 
-    def __init__(self, on=None, *, eps_r: float | None = None, mu_r: float | None = None, **kwargs):
+    def __init__(self, on=None, *, eps_r: Coefficient | None = None, mu_r: Coefficient | None = None,
+                 **kwargs):
         super().__init__(on, **kwargs)
         self.eps_r, self.mu_r = eps_r, mu_r
 
-    def _relative_impedance(self, ctx: Context) -> float:
+    def _relative_impedance(self, points: torch.Tensor, ctx: Context) -> torch.Tensor | float:
+        """eta H0 / E0 at the points (a number for a uniform medium)."""
+
         def medium(own, attr):
-            if own is not None:
-                return float(own)
-            v = getattr(ctx.pde, attr, 1.0)
-            return float(v) if isinstance(v, (int, float)) else 1.0
+            return coefficient(own if own is not None else getattr(ctx.pde, attr, 1.0), points, ctx)
 
-        eta = math.sqrt(medium(self.mu_r, "mu_r") / medium(self.eps_r, "eps_r"))
-        from ..scales import ETA0
-
+        eta = (medium(self.mu_r, "mu_r") / medium(self.eps_r, "eps_r")) ** 0.5
         return eta * ETA0 * ctx.scales.H0 / ctx.scales.E0
 
     def residual(self, f, points, normals, ctx):
         e, h = _em(ctx, "SilverMueller")
-        k = self._relative_impedance(ctx)
+        k = self._relative_impedance(points, ctx)
         n_e = cross_normal(normals, _vec(f, e))
         n_n_h = cross_normal(normals, cross_normal(normals, _vec(f, h)))
         parts = []

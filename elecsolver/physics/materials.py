@@ -12,7 +12,7 @@ __all__ = ["Piecewise", "piecewise"]
 
 
 class Piecewise:
-    """A coefficient constant on regions: the value of the first region containing each point, else ``default``.
+    """A coefficient constant on regions: the value of the first region holding each point, else ``default``.
 
     Called like every coefficient, ``fn(x, y[, z][, t])`` with SI coordinates (torch tensors or numpy
     arrays, spatial first); it reads the first ``dim`` of them (the regions' dimension, so a trailing
@@ -51,7 +51,8 @@ class Piecewise:
         if len(coords) < self.dim:
             raise ValueError(f"piecewise: {self.dim}D regions need {self.dim} coordinates, got {len(coords)}")
         first = coords[0]
-        cols = [c.detach().cpu().numpy() if isinstance(c, torch.Tensor) else np.asarray(c) for c in coords[:self.dim]]
+        cols = [c.detach().cpu().numpy() if isinstance(c, torch.Tensor) else np.asarray(c)
+                for c in coords[:self.dim]]
         shape = np.broadcast(*cols).shape
         pts = np.stack([np.broadcast_to(c, shape).reshape(-1) for c in cols], axis=1).astype(np.float64)
         out = np.full(pts.shape[0], self.default)
@@ -73,7 +74,7 @@ class Piecewise:
 
 
 def piecewise(regions: Sequence[tuple], default: float) -> Piecewise:
-    """A coefficient function equal to the value of the first region containing each point (see :class:`Piecewise`).
+    """A coefficient function: the value of the first region holding each point (see :class:`Piecewise`).
 
     Example: ``Maxwell(..., eps_r=piecewise([(Disk([0, 0], 0.1), 4.0)], default=1.0))`` for a dielectric rod.
     """

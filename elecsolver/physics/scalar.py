@@ -23,6 +23,8 @@ given the scales).  Sources and right-hand sides are numbers, functions of the S
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -32,7 +34,7 @@ from ..scales import C0, Scales
 from .base import PDE, Coefficient, Context, Derivatives, coefficient
 from .sources import Source
 
-__all__ = ["Helmholtz", "Laplace", "Poisson", "Wave"]
+__all__ = ["Helmholtz", "Laplace", "Poisson", "ScalarPDE", "Wave"]
 
 
 def _space(inputs: Sequence[str]) -> tuple[str, ...]:
@@ -40,9 +42,10 @@ def _space(inputs: Sequence[str]) -> tuple[str, ...]:
 
 
 def _number(name: str, value, minimum: float = 0.0, strict: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and value == value and abs(value) != float("inf")
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < minimum or (strict and value == minimum):
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {minimum:g}, got {value!r}")
+        bound = ">" if strict else ">="
+        raise ValueError(f"{name} must be a finite number {bound} {minimum:g}, got {value!r}")
     return float(value)
 
 
@@ -57,12 +60,13 @@ class ScalarPDE(PDE):
         Its SI unit (a unit :meth:`~elecsolver.scales.Scales.of_unit` knows, or one declared in
         ``Scales(extra=...)``).
     source : float, callable, Source or None
-        Right-hand side in SI (the unit of the field per m^2, or per s^2 for the wave equation).
+        Right-hand side in SI (the unit of the field per m^2, or per s^2 for the wave equation; a
+        :class:`Source` only for the time-dependent wave equation).
 
     Raises
     ------
     ValueError
-        For a bad field name or unit, or a :class:`Source` on another field.
+        For a bad field name or unit, or a :class:`Source` on another field or on a stationary equation.
     """
 
     time_dependent = False
@@ -70,13 +74,17 @@ class ScalarPDE(PDE):
     def __init__(self, field: str, unit: str, source=None):
         if not (isinstance(field, str) and field.isidentifier()):
             raise ValueError(f"{type(self).__name__}: field must be a name like 'u' or 'Ez', got {field!r}")
+        what = type(self).__name__
         if not isinstance(unit, str):
-            raise ValueError(f"{type(self).__name__}: unit must be an SI unit string like 'V/m', got {unit!r}")
+            raise ValueError(f"{what}: unit must be an SI unit string like 'V/m', got {unit!r}")
         if isinstance(source, Source) and source.field != field:
-            raise ValueError(f"{type(self).__name__}: the source drives {source.field!r}, the field is {field!r}")
+            raise ValueError(f"{what}: the source drives {source.field!r}, the field is {field!r}")
+        if isinstance(source, Source) and not self.time_dependent:
+            raise ValueError(f"{what} is stationary: give its source as a number or a function of the SI "
+                             "position, not a Source (a waveform in t)")
         if not (source is None or callable(source) or isinstance(source, (int, float, Source))):
-            raise ValueError(f"{type(self).__name__}: source must be a number, a function of the SI coordinates "
-                             f"or a Source, got {source!r}")
+            raise ValueError(f"{what}: source must be a number, a function of the SI coordinates or a "
+                             f"Source, got {source!r}")
         self.fields, self.units, self.source = (field,), {field: unit}, source
 
     @property
@@ -88,12 +96,13 @@ class ScalarPDE(PDE):
         if not _space(inputs):
             raise ValueError(f"{name} needs at least one spatial input, got {inputs}")
         if self.time_dependent and "t" not in inputs:
-            raise ValueError(f"{name} is time-dependent: it needs the input 't' (a space x TimeDomain), got {inputs}")
+            raise ValueError(f"{name} is time-dependent: it needs the input 't' (a space x TimeDomain), "
+                             f"got {inputs}")
         if not self.time_dependent and "t" in inputs:
             raise ValueError(f"{name} is stationary: its inputs are spatial only, got {inputs}; "
                              "use a spatial domain, not a TimeDomain")
 
-    def weights(self, inputs: Sequence[str], scales: Scales | None) -> dict[str, float] | None:
+    def weights(self, inputs: Sequence[str], scales: Scales | None) -> dict[str, float]:
         """Weights of the summed channel this PDE reads (default: the spatial Laplacian, weights 1)."""
         return {a: 1.0 for a in _space(inputs)}
 

@@ -14,9 +14,10 @@ condition               SI form                     residual in training units  
 ======================  ==========================  ====================================  ==============
 
 (The conditions of the first, second and third kind of a scalar boundary-value problem; Jin, *The
-Finite Element Method in Electromagnetics*, 3rd ed., 2014, ch. 4.)  Robin's alpha is in 1/m and beta is dimensionless, so that
-``Robin(alpha=0, beta=1)`` is :class:`Neumann`.  g (or v) is a number, or a function of the SI
-coordinates returning SI values (a tensor [N] for one field, else a dict {field: [N]}, missing fields 0).
+Finite Element Method in Electromagnetics*, 3rd ed., 2014, ch. 4.)  Robin's alpha is in 1/m and beta
+is dimensionless, so that ``Robin(alpha=0, beta=1)`` is :class:`Neumann`.  g (or v) is a number, or a
+function of the SI coordinates returning SI values (a tensor [N] for one field, else a dict
+{field: [N]}, missing fields 0).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class _FieldCondition(Condition):
         space = ctx.space
         if normals is None or normals.shape[1] != len(space):
             raise ValueError(f"a normal derivative needs normals [N, {len(space)}] for the inputs {space}")
-        return torch.stack([sum(normals[:, k] * f.d(n, a) for k, a in enumerate(space)) for n in names], dim=1)
+        cols = [sum(normals[:, k] * f.d(n, a) for k, a in enumerate(space)) for n in names]
+        return torch.stack(cols, dim=1)
 
     def values(self, f, names) -> torch.Tensor:
         return torch.stack([f[n] for n in names], dim=1)
@@ -117,15 +119,18 @@ class Neumann(_FieldCondition):
 
     def residual(self, f, points, normals, ctx):
         names = self.targets(ctx)
-        return self.normal_derivative(f, names, normals, ctx) - self.given(names, points, ctx) * ctx.scales.length
+        g = self.given(names, points, ctx) * ctx.scales.length
+        return self.normal_derivative(f, names, normals, ctx) - g
 
 
 class Robin(_FieldCondition):
-    """Robin (third-kind) condition alpha u + beta du/dn = g; residual alpha L u' + beta du'/dn' - g L / U, [N, m].
+    """Robin (third-kind) condition alpha u + beta du/dn = g; residual alpha L u' + beta du'/dn' - g L / U,
+    [N, m].
 
     Real coefficients only: the scalar impedance (first-order Sommerfeld) condition du/dn + j k u = 0 of a
-    time-harmonic field (e^{j omega t} convention; du/dn - i k u = 0 with e^{-i omega t}) is complex and needs the field split into real and imaginary parts, which this
-    condition does not do (:data:`Impedance` is this class).
+    time-harmonic field (e^{j omega t} convention; du/dn - i k u = 0 with e^{-i omega t}) is complex and
+    needs the field split into real and imaginary parts, which this condition does not do
+    (:data:`Impedance` is this class).
 
     Parameters
     ----------
@@ -164,7 +169,8 @@ class Robin(_FieldCondition):
             return c.unsqueeze(1) if isinstance(c, torch.Tensor) else c
 
         dn = self.normal_derivative(f, names, normals, ctx)
-        return col(self.alpha) * L * self.values(f, names) + col(self.beta) * dn - self.given(names, points, ctx) * L
+        g = self.given(names, points, ctx) * L
+        return col(self.alpha) * L * self.values(f, names) + col(self.beta) * dn - g
 
 
 Impedance = Robin

@@ -8,6 +8,7 @@ accept numpy arrays or torch tensors (in s and m) and return the same kind.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -24,8 +25,13 @@ def _clip01(x):
     return torch.clamp(x, 0.0, 1.0) if isinstance(x, torch.Tensor) else np.clip(x, 0.0, 1.0)
 
 
+def _real(value) -> bool:
+    """A finite real number (numpy scalars included, bools not)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _positive(name: str, value) -> float:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    if not (_real(value) and value > 0):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return float(value)
 
@@ -63,10 +69,10 @@ class ModulatedGaussian:
 
     Its amplitude spectrum is the Gaussian envelope's, tau sqrt(pi) exp(-(pi tau f)^2), shifted to +-f0
     and halved: (tau sqrt(pi) / 2) exp(-(pi tau (f - f0))^2) near f0 (modulation property of the Fourier
-    transform; Oppenheim & Willsky, *Signals and Systems*, 2nd ed., 1997, sec. 4.5).  ``bandwidth`` B is the full width of the band [f0 - B/2, f0 + B/2] at whose edges the
-    envelope's spectrum has fallen to 10 % of its peak: exp(-(pi tau B / 2)^2) = 0.1, i.e.
-    tau = 2 sqrt(ln 10) / (pi B).  The sine modulation makes g odd about t0, so it carries no DC
-    component (for B < 2 f0 the spectrum at f = 0 is negligible anyway); g(t0) = 0.
+    transform; Oppenheim & Willsky, *Signals and Systems*, 2nd ed., 1997, sec. 4.5).  ``bandwidth`` B is
+    the full width of the band [f0 - B/2, f0 + B/2] at whose edges that spectrum has fallen to 10 % of its
+    peak: exp(-(pi tau B / 2)^2) = 0.1, i.e. tau = 2 sqrt(ln 10) / (pi B).  The sine makes g odd about
+    t0 (g(t0) = 0), so its integral, the spectrum at f = 0, vanishes: the pulse leaves no static field.
 
     Parameters
     ----------
@@ -95,9 +101,9 @@ class ModulatedGaussian:
             b = self.f0 if bandwidth is None else _positive("the bandwidth", bandwidth)
             tau = 2.0 * math.sqrt(math.log(10.0)) / (math.pi * b)
         self.tau = _positive("the envelope width tau", tau)
+        if not (t0 is None or _real(t0)):
+            raise ValueError(f"the delay t0 must be a finite number, got {t0!r}")
         self.t0 = 3.65 * self.tau if t0 is None else float(t0)
-        if not math.isfinite(self.t0):
-            raise ValueError(f"the delay t0 must be finite, got {t0!r}")
 
     def __call__(self, t):
         lib, s = _lib(t), t - self.t0
@@ -131,7 +137,7 @@ class RampedSinusoid:
 
     def __init__(self, frequency: float, ramp_cycles: float = 3):
         self.frequency = _positive("the frequency", frequency)
-        if not (isinstance(ramp_cycles, (int, float)) and math.isfinite(ramp_cycles) and ramp_cycles >= 0):
+        if not (_real(ramp_cycles) and ramp_cycles >= 0):
             raise ValueError(f"ramp_cycles must be a finite number >= 0, got {ramp_cycles!r}")
         self.ramp_cycles = float(ramp_cycles)
         self.ramp_time = self.ramp_cycles / self.frequency
@@ -208,7 +214,7 @@ class Source:
     def __init__(self, field: str, waveform, profile, amplitude: float = 1.0):
         if not isinstance(field, str):
             raise ValueError(f"Source: field must be a component name like 'Hz', got {field!r}")
-        if not (isinstance(amplitude, (int, float)) and math.isfinite(amplitude)):
+        if not _real(amplitude):
             raise ValueError(f"Source: amplitude must be a finite number, got {amplitude!r}")
         self.field, self.waveform, self.profile, self.amplitude = field, waveform, profile, float(amplitude)
 

@@ -143,7 +143,7 @@ def _check_finite(value, name: str) -> float:
 
 
 def _pulse(frequency: float) -> GaussianPulse:
-    """The shared :class:`~elecsolver.physics.sources.GaussianPulse` of frequency ``f`` (checked here first)."""
+    """The shared :class:`~elecsolver.physics.sources.GaussianPulse` of frequency ``f`` (checked first)."""
     return GaussianPulse(_check_positive_finite(frequency, "frequency"))
 
 
