@@ -323,8 +323,9 @@ STEP_TARGET = 0.65
 
 def helmholtz_trainer(compile_step: bool):
     """The helmholtz-square Trainer (preset "quick", seed 0, float32)."""
-    from elecsolver.trainer import Trainer
     from elecsolver.problems import get_problem_class
+
+    from elecsolver.trainer import Trainer
 
     cls = get_problem_class("helmholtz-square")
     config = cls.preset_config("quick")

@@ -83,8 +83,9 @@ INSTALL_HINT = "pip install -e .[bench]  (or: pip install deepxde)"
 # ---- shared set-up (child processes) ----------------------------------------------------------------
 def build_elecsolver(spec: dict, compile_step: bool):
     """helmholtz-square (preset "quick", the given steps and seed) and its Trainer."""
-    from elecsolver.trainer import Trainer
     from elecsolver.problems import get_problem_class
+
+    from elecsolver.trainer import Trainer
 
     cls = get_problem_class("helmholtz-square")
     config = cls.preset_config("quick")

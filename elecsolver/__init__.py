@@ -16,9 +16,9 @@
 
 __version__ = "0.2.0"
 
-from .config import ConfigError  # noqa: E402
-from .fields import FieldSet, GridSites, MeshSites, read, relative_l2, write  # noqa: E402
-from .geometry import (  # noqa: E402
+from .config import ConfigError
+from .fields import FieldSet, GridSites, MeshSites, read, relative_l2, write
+from .geometry import (
     Box,
     Cylinder,
     Disk,
@@ -30,12 +30,12 @@ from .geometry import (  # noqa: E402
     Sphere,
     TimeDomain,
 )
-from .physics import *  # noqa: E402,F403
-from .physics import __all__ as _physics_all  # noqa: E402
-from .problem import Problem  # noqa: E402
-from .scales import C0, EPS0, ETA0, MU0, Scales  # noqa: E402
-from .training.context import RunContext  # noqa: E402
-from .training.trainer import Trainer  # noqa: E402
+from .physics import *
+from .physics import __all__ as _physics_all
+from .problem import Problem
+from .scales import C0, EPS0, ETA0, MU0, Scales
+from .training.context import RunContext
+from .training.trainer import Trainer
 
 
 def train(problem, **kwargs):
@@ -55,7 +55,8 @@ def main(problem_class=None, argv=None) -> None:
     exits with the command's exit code."""
     import sys
 
-    from .cli import main as _main, script_main
+    from .cli import main as _main
+    from .cli import script_main
 
     if problem_class is None:
         sys.exit(_main(argv))
@@ -64,4 +65,4 @@ def main(problem_class=None, argv=None) -> None:
 
 __all__ = ["C0", "EPS0", "ETA0", "MU0", "Box", "ConfigError", "Cylinder", "Disk", "Domain", "FieldSet", "GridSites", "Interval", "MeshDomain",
            "MeshSites", "Polygon", "Problem", "Rectangle", "RunContext", "Scales", "Sphere", "TimeDomain", "Trainer",
-           "__version__", "main", "read", "relative_l2", "train", "write", *_physics_all]
+           "__version__", "main", "read", "relative_l2", "train", "write", *physics.__all__]  # noqa: PLE0604

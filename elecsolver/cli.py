@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["UsageError", "load_problem_class", "main", "run", "script_main", "train"]
+__all__ = ["UsageError", "load_problem_class", "main", "run", "run_problem", "script_main", "train"]
 
 log = logging.getLogger("elecsolver")
 
@@ -277,14 +277,23 @@ def main(argv: list[str] | None = None) -> int:
     return _guarded(go)
 
 
+def run_problem(cls, argv: list[str] | None = None) -> dict | None:
+    """Run the problem class ``cls`` with the options of ``elecsolver run`` (``argv`` without the problem);
+    returns the metrics (writer rank) or None.
+
+    Raises
+    ------
+    UsageError, ConfigError, ResumeError, LaunchError
+        For bad input (nothing written).
+    """
+    p = _Parser(prog=Path(sys.argv[0]).name, description=(cls.__doc__ or cls.name).strip().splitlines()[0])
+    _run_options(p)
+    return run(p.parse_args(argv), cls)
+
+
 def script_main(cls, argv: list[str] | None = None) -> int:
     """``python my_problem.py [options]``: run ``cls`` with the options of ``elecsolver run``; the exit code."""
-    def go():
-        p = _Parser(prog=Path(sys.argv[0]).name, description=(cls.__doc__ or cls.name).strip().splitlines()[0])
-        _run_options(p)
-        return run(p.parse_args(argv), cls)
-
-    return _guarded(go)
+    return _guarded(lambda: run_problem(cls, argv))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,30 @@ from torch import nn
 
 from .jets import Jet
 
-__all__ = ["ACTIVATIONS", "BODIES", "INITS", "MLP", "Activation", "ActivationRule", "FourierFeatures", "FuncJet",
-           "HardDirichlet", "HardInitialCondition", "InputScaling", "JetLinear", "MultiscaleMLP", "Network", "Residual",
-           "build_body", "build_network"]
+__all__ = [
+    "ACTIVATIONS",
+    "BODIES",
+    "HEADS",
+    "INITS",
+    "LAYERS",
+    "MLP",
+    "Activation",
+    "ActivationRule",
+    "FourierFeatures",
+    "FuncJet",
+    "HardDirichlet",
+    "HardInitialCondition",
+    "HardInitialValue",
+    "InputScaling",
+    "JetLinear",
+    "MultiscaleMLP",
+    "Network",
+    "Residual",
+    "build_body",
+    "build_network",
+    "register_head",
+    "register_layer",
+]
 
 
 class ActivationRule(NamedTuple):
@@ -423,6 +444,43 @@ class HardInitialCondition(nn.Module):
         return f"t_column={self.t_column}, t_start={self.t_start}, span={self.span}"
 
 
+class HardInitialValue(nn.Module):
+    """Head u(x, t) = u0(x) + ((t - t_start) / span) * y(x, t), so that u = u0 at t = t_start exactly.
+
+    The initial state u0 is a function of the (training-unit) inputs, evaluated with t set to t_start; its
+    jet comes from forward-mode AD of that function (:class:`FuncJet`), so any smooth u0 works to second
+    order.  With u0 = 0 this is :class:`HardInitialCondition`.
+
+    Parameters
+    ----------
+    initial : nn.Module
+        Training-unit inputs [N, d] -> u0 [N, c] (a differentiable tensor function).
+    t_column : int
+    t_start, span : float
+        As :class:`HardInitialCondition`.
+    """
+
+    def __init__(self, initial: nn.Module, t_column: int, t_start: float, span: float):
+        super().__init__()
+        self.initial = FuncJet(_AtTime(initial, t_column, t_start))
+        self.zero = HardInitialCondition(t_column, t_start, span)
+
+    def forward(self, y, x):
+        return self.initial(x) + self.zero(y, x)
+
+
+class _AtTime(nn.Module):
+    """``module`` evaluated with input column ``t_column`` replaced by ``t``."""
+
+    def __init__(self, module: nn.Module, t_column: int, t: float):
+        super().__init__()
+        self.module, self.t_column, self.t = module, int(t_column), float(t)
+
+    def forward(self, x):
+        cols = [torch.full_like(x[:, k], self.t) if k == self.t_column else x[:, k] for k in range(x.shape[1])]
+        return self.module(torch.stack(cols, dim=1))
+
+
 class HardDirichlet(nn.Module):
     """Head u(x) = b(x) y(x) with b(x) = prod_i (x_i - lower_i)(upper_i - x_i) / h_i^2,
     h_i = (upper_i - lower_i) / 2, so that u = 0 on every face of the box exactly (a homogeneous
@@ -444,6 +502,8 @@ class HardDirichlet(nn.Module):
     normalise : bool
         Divide each factor by h_i^2 (default True); False gives b = prod_i (x_i - lower_i)(upper_i - x_i)
         as written, e.g. x (1 - x) y (1 - y) with max 1/16 on the unit square (DeepXDE's demos).
+    components : sequence of int, optional
+        Output components the factor multiplies (default all), e.g. only Ez of a TMz field (PEC walls).
 
     Shapes: ``forward(y, x)`` with y [N, c] (or a jet) the body's output and x [N, d] (or the input jet).
 
@@ -454,9 +514,11 @@ class HardDirichlet(nn.Module):
     """
 
     def __init__(self, lower: Sequence[float], upper: Sequence[float],
-                 columns: Sequence[int] | None = None, normalise: bool = True):
+                 columns: Sequence[int] | None = None, normalise: bool = True,
+                 components: Sequence[int] | None = None):
         super().__init__()
         self.normalise = bool(normalise)
+        self.components = None if components is None else [int(c) for c in components]
         lower, upper = [float(v) for v in lower], [float(v) for v in upper]
         columns = list(range(len(lower))) if columns is None else [int(c) for c in columns]
         if not (len(lower) == len(upper) == len(columns)) or any(h <= lo for lo, h in zip(lower, upper)):
@@ -482,10 +544,21 @@ class HardDirichlet(nn.Module):
         return out
 
     def forward(self, y, x):
-        return self.factor(x) * y
+        b = self.factor(x)
+        if self.components is None:
+            return b * y
+        c = (y.channels if isinstance(y, Jet) else y).shape[-1]
+        sel = torch.zeros(c, dtype=torch.bool, device=(x.channels if isinstance(x, Jet) else x).device)
+        sel[self.components] = True
+        if isinstance(y, Jet):  # factor 1 (value 1, derivatives 0) on the other components
+            one = torch.zeros_like(b.channels[:, :, :1]).expand(-1, -1, c).clone()
+            one[0] = 1.0
+            return y.like(torch.where(sel, b.channels.expand(-1, -1, c), one)) * y
+        return torch.where(sel, b, torch.ones_like(b)) * y
 
     def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}, columns={self.columns}, normalise={self.normalise}"
+        return (f"lower={self.lower}, upper={self.upper}, columns={self.columns}, normalise={self.normalise}, "
+                f"components={self.components}")
 
 
 class Network(nn.Module):
@@ -529,7 +602,53 @@ def _multiscale_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
     return [MultiscaleMLP(d_in, d_out, o.width, o.depth, o.activation, o.scales, o.first_omega, o.output_gain, o.init)]
 
 
-BODIES: dict[str, Callable] = {"mlp": _mlp_layers, "multiscale": _multiscale_layers}
+def _resnet_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
+    """A first linear layer and activation, depth - 1 residual blocks (linear + activation), a linear output."""
+    first = MLP(d_in, o.width, o.width, 1, o.activation, o.first_omega, 1.0, o.init)
+    blocks = [Residual(nn.Sequential(*list(MLP(o.width, o.width, o.width, 1, o.activation, 1.0, 1.0, "glorot")
+                                           .layers)[:2])) for _ in range(o.depth - 1)]
+    out = MLP(o.width, d_out, o.width, 1, o.activation, 1.0, o.output_gain, o.init).layers[-1]
+    return [*list(first.layers)[:2], *blocks, out]
+
+
+BODIES: dict[str, Callable] = {"mlp": _mlp_layers, "multiscale": _multiscale_layers, "resnet": _resnet_layers}
+
+# Every layer and head with a jet rule, as a factory of a small instance (d inputs, c outputs for heads): the
+# jets-equal-autograd test runs over these registries to second order.  register_layer / register_head add
+# one (a problem's own head, such as the point source's near field, registers itself).
+LAYERS: dict[str, Callable[[int], nn.Module]] = {}
+HEADS: dict[str, Callable[[int, int], nn.Module]] = {}
+
+
+def register_layer(name: str):
+    """Decorator: add ``factory(d) -> layer`` to :data:`LAYERS` under ``name``."""
+    def add(factory):
+        LAYERS[name] = factory
+        return factory
+    return add
+
+
+def register_head(name: str):
+    """Decorator: add ``factory(d, c) -> head`` to :data:`HEADS` under ``name``."""
+    def add(factory):
+        HEADS[name] = factory
+        return factory
+    return add
+
+
+for _act in ACTIVATIONS:
+    LAYERS[f"activation-{_act}"] = (lambda a: lambda d: Activation(a))(_act)
+LAYERS["linear"] = lambda d: JetLinear(d, 5)
+LAYERS["input-scaling"] = lambda d: InputScaling([-0.5] * d, [1.5 + 0.5 * k for k in range(d)])
+LAYERS["fourier-features"] = lambda d: FourierFeatures(d, 4, scale=1.5)
+LAYERS["mlp"] = lambda d: MLP(d, 3, 8, 2, "tanh", output_gain=1.0)
+LAYERS["multiscale"] = lambda d: MultiscaleMLP(d, 3, 6, 2, "sin", scales=[1.0, 3.0], first_omega=2.0, output_gain=1.0)
+LAYERS["residual"] = lambda d: Residual(nn.Sequential(JetLinear(d, d), Activation("silu")))
+LAYERS["funcjet"] = lambda d: FuncJet(nn.Sequential(nn.Linear(d, 4), nn.Softplus()))
+HEADS["hard-initial"] = lambda d, c: HardInitialCondition(t_column=d - 1, t_start=0.0, span=1.5)
+HEADS["hard-initial-value"] = lambda d, c: HardInitialValue(nn.Sequential(nn.Linear(d, c), nn.Tanh()), d - 1, 0.0, 1.5)
+HEADS["hard-dirichlet"] = lambda d, c: HardDirichlet([0.0, -1.0], [1.0, 2.0])
+HEADS["hard-dirichlet-component"] = lambda d, c: HardDirichlet([0.0], [1.0], components=[0])
 
 
 def build_body(options, in_features: int, out_features: int, lower: Sequence[float],

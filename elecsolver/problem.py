@@ -97,6 +97,9 @@ class Problem:
     presets : dict
         Preset name -> nested changes to the default configuration.
     default_preset : str
+    bounds : dict
+        Preset -> {window: {field: relative L2 bound}}: the errors a preset is held to (the registry test
+        runs the ``ci`` preset of every registered problem against its bounds).
 
     Parameters
     ----------
@@ -113,6 +116,7 @@ class Problem:
     defaults: ClassVar[dict] = {}
     presets: ClassVar[dict[str, dict]] = {"quick": {}}
     default_preset: ClassVar[str] = "quick"
+    bounds: ClassVar[dict[str, dict[str, dict[str, float]]]] = {}
 
     # declarations (set in setup)
     domain: Domain
@@ -211,15 +215,15 @@ class Problem:
             if unknown:
                 raise ValueError(f"condition {c.name!r} is on tags {unknown}, but the domain's boundary tags are "
                                  f"{sorted(tags)}")
-        if self.hard_initial:
-            bad = [c.name for c in self.conditions if c.where == "initial" and getattr(c, "values", None) is not None]
-            if bad:
-                raise ValueError(f"network.hard_initial imposes zero initial fields, but {bad} has values; set "
-                                 "network.hard_initial=false")
-        unknown_w = sorted(set(self.config.get("loss", {})) - {c.name for c in self._declared()})
-        if unknown_w and self.config.get("loss"):
-            raise ConfigError(f"loss weights for {unknown_w}: no such loss term; the terms are "
-                              f"{[c.name for c in self._declared()]}")
+        initial = [c for c in self.conditions if c.where == "initial"]
+        if self.hard_initial and len(initial) > 1:
+            raise ValueError(f"network.hard_initial imposes one initial state, but {[c.name for c in initial]} "
+                             "are declared; keep one")
+        self.hard_pec  # noqa: B018 (raises for a domain or condition it cannot impose)
+        terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions)]
+        unknown = sorted(set(self.sampling.rar_constraints) - set(terms))
+        if unknown:
+            raise ConfigError(f"sampling.rar_constraints names {unknown}, which are no loss terms; choose from {terms}")
 
     @property
     def time_dependent(self) -> bool:
@@ -231,15 +235,27 @@ class Problem:
         return self.domain.domain if self.time_dependent else self.domain
 
     @property
+    def hard_pec(self) -> bool:
+        """Whether n x E = 0 on the walls is imposed through the network's head (``network.hard_pec``): needs an
+        axis-aligned box (``Interval``, ``Rectangle``, ``Box``, alone or in a ``TimeDomain``) with one PEC
+        condition on its whole boundary."""
+        from .geometry.primitives import _AxisBox
+        from .physics.conditions import PEC
+
+        if not self.network.hard_pec:
+            return False
+        pec = [c for c in self.conditions if isinstance(c, PEC)]
+        if not isinstance(self.space_domain, _AxisBox) or len(pec) != 1 or pec[0].on is not None:
+            raise ConfigError("network.hard_pec needs an axis-aligned box domain with one PEC condition on its whole "
+                              "boundary; set network.hard_pec=false")
+        return True
+
+    @property
     def hard_initial(self) -> bool:
-        """Whether zero initial fields are imposed through the network's head (``network.hard_initial``)."""
+        """Whether the initial values are imposed through the network's head (``network.hard_initial`` or
+        ``Initial(hard=True)``): u = u0 + ((t - t0)/T) N, and no initial loss term."""
         return self.time_dependent and (self.network.hard_initial or any(
             getattr(c, "hard", False) for c in self.conditions if c.where == "initial"))
-
-    def _declared(self) -> list:
-        """PDE, regions and conditions that form loss terms (hard initial conditions excluded)."""
-        out = [self.pde] + [_Named(n) for n in self.regions]
-        return out + [c for c in self.conditions if not (c.where == "initial" and self.hard_initial)]
 
     def training_units(self, points_si: np.ndarray) -> np.ndarray:
         """SI points [N, d] (m, s) -> training units (x/L, t/T)."""
@@ -278,28 +294,31 @@ class Problem:
         return int(smp[name]) if name in smp else int(smp[fallback])
 
     def constraints(self) -> list[Constraint]:
-        """Every loss term: the PDE on the domain (and on each region), each condition on its tags."""
+        """Every loss term: the PDE on the domain (and on each region), each condition on its tags; terms with
+        no points or weight 0 are left out (a zero-weight condition's points may still anchor the PDE cloud,
+        ``sampling.pde_on_boundary``)."""
         ctx, out = self.context, []
         weights = self.config.get("loss", {})
         d = self.pde.derivatives(self.inputs, self.scales)
-        pde_res = self._pde_residual
 
-        def make(name, sample, residual, der: Derivatives, weight):
-            out.append(Constraint(name, sample, residual, tuple(der.wrt), float(weights.get(name, weight)),
-                                  tuple(der.second), der.laplacian_dict()))
+        def make(name, n, sample, residual, der: Derivatives, weight):
+            weight = float(weights.get(name, weight))
+            if n > 0 and weight > 0:
+                out.append(Constraint(name, sample, residual, tuple(der.wrt), weight, tuple(der.second),
+                                      der.laplacian_dict()))
 
         n_pde = self._count(self.pde.name, "interior", getattr(self, "interior_points", None))
-        make(self.pde.name, self._pde_sampler(n_pde), pde_res, d, 1.0)
+        make(self.pde.name, n_pde, self._pde_sampler(n_pde), self._pde_residual, d, 1.0)
         for rname, region in self.regions.items():
-            n = self._count(rname, "interior")
-            inside = region & self.space_domain
+            n, inside = self._count(rname, "interior"), region & self.space_domain
 
             def sample_region(seed, progress=1.0, n=n, inside=inside):
                 return self._cloud("interior", inside, n, seed, progress)
 
-            make(rname, sample_region, pde_res, d, 1.0)
+            make(rname, n, sample_region, self._pde_residual, d, 1.0)
+        hard_pec = self.hard_pec
         for c in self.conditions:
-            if c.where == "initial" and self.hard_initial:
+            if (c.where == "initial" and self.hard_initial) or (hard_pec and type(c).__name__ == "PEC"):
                 continue
             n = self._count(c.name, c.where, c.points)
 
@@ -309,16 +328,8 @@ class Problem:
             def res_c(f, pts, nrm, c=c):
                 return c.residual(f, pts, nrm, ctx)
 
-            make(c.name, sample_c, res_c, c.derivatives(self.inputs), c.weight)
-        return [c for c in out if self._count_of(c) > 0 and c.weight > 0]
-
-    def _count_of(self, c: Constraint) -> int:
-        if c.name == self.pde.name:
-            return self._count(c.name, "interior", getattr(self, "interior_points", None))
-        if c.name in self.regions:
-            return self._count(c.name, "interior")
-        cond = next(k for k in self.conditions if k.name == c.name)
-        return self._count(cond.name, cond.where, cond.points)
+            make(c.name, n, sample_c, res_c, c.derivatives(self.inputs), c.weight)
+        return out
 
     def _pde_sampler(self, n: int):
         anchors = self.sampling.pde_on_boundary
@@ -366,7 +377,7 @@ class Problem:
     def build_network(self) -> nn.Module:
         """Body from the ``network`` block (inputs scaled to [-1, 1] over the domain's box), then the heads:
         hard zero initial fields if declared, then ``heads``."""
-        from .networks import HardInitialCondition, Network, build_body
+        from .networks import HardInitialCondition, HardInitialValue, Network, build_body
 
         lo, hi = self.domain.bbox()
         lo, hi = self.training_units(lo[None])[0], self.training_units(hi[None])[0]
@@ -374,8 +385,28 @@ class Problem:
         heads: list[nn.Module] = []
         if self.hard_initial:
             t = self.inputs.index("t")
-            heads.append(HardInitialCondition(t_column=t, t_start=float(lo[t]), span=float(hi[t] - lo[t])))
+            span = dict(t_column=t, t_start=float(lo[t]), span=float(hi[t] - lo[t]))
+            values = next((c.values for c in self.conditions if c.where == "initial"), None)
+            heads.append(HardInitialCondition(**span) if values is None else
+                         HardInitialValue(_Values(values, self.outputs, self.context), **span))
+        if self.hard_pec:
+            heads += self._pec_heads(lo, hi)
         return Network(body, [*heads, *self.heads])
+
+    def _pec_heads(self, lo, hi) -> list[nn.Module]:
+        """n x E = 0 on every face of a box: each tangential E component along axis a vanishes on the faces
+        normal to the other axes, so it is multiplied by prod_{b != a} (x_b - lo_b)(hi_b - x_b) / h_b^2."""
+        from .networks import HardDirichlet
+
+        space = [a for a in self.inputs if a != "t"]
+        heads = []
+        for axis, name in zip(_AXES, self.pde.E):
+            if name is None:
+                continue
+            cols = [k for k, a in enumerate(space) if a != axis]
+            heads.append(HardDirichlet([lo[k] for k in cols], [hi[k] for k in cols], columns=cols,
+                                       components=[self.outputs.index(name)]))
+        return heads
 
     # output ----------------------------------------------------------------------------------
     def exact(self, *coords: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -392,7 +423,6 @@ class Problem:
         """
         if not self.has_exact():
             return None
-        from .fields import FieldSet
 
         template = self.output_fieldset(np.zeros((self.output_points().shape[0], len(self.outputs))))
         pts = torch.as_tensor(template.points(), dtype=torch.float64)
@@ -440,9 +470,17 @@ class Problem:
         return {f"{w}_{k}": v for w, t in windows.items() for k, v in rel(fields, reference, t_max=t).items()}
 
 
-class _Named:
-    def __init__(self, name: str):
-        self.name = name
+class _Values(nn.Module):
+    """A user's SI function of the coordinates as a module of the training-unit inputs, [N, d] -> [N, c]."""
+
+    def __init__(self, fn, names, ctx: Context):
+        super().__init__()
+        self.fn, self.names, self.ctx = fn, tuple(names), ctx
+
+    def forward(self, x):
+        from .physics.base import values_of
+
+        return values_of(self.fn, self.names, x, self.ctx, "the initial values")
 
 
 def _count_rows(sites, times) -> int:

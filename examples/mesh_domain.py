@@ -15,13 +15,11 @@ triangulation at ``output.nt`` times, with the closed-form mode as the reference
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import elecsolver as es
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from pec_cavity_te import PecCavityTE  # noqa: E402
+from pec_cavity_te import PecCavityTE
 
 
 class MeshCavityTE(PecCavityTE):

@@ -48,6 +48,7 @@ class HelmholtzSquare(es.Problem):
         "quick": {},  # DeepXDE's demo as it is: 5000 steps
         "soft": {"network": {"hard_constraint": False}},  # the soft-constraint variant (boundary weight 100)
     }
+    bounds = {"ci": {"full": {"Ez": 0.05}}}  # measured 0.8-1.9 % over seeds 0-4 (README)
 
     def setup(self):
         c = self.config

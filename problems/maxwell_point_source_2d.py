@@ -79,6 +79,10 @@ class MaxwellPointSource2D(es.Problem):
                  "training": {"steps": 60000, "lr": 1e-3, "log_every": 1000, "checkpoint_every": 5000}},
     }
 
+    # a zero field scores 1.0; the near-field ansatz alone 0.73 for Ex and Ey
+    bounds = {"ci": {"early": {"Ex": 0.55, "Ey": 0.55, "Hz": 0.98}},
+              "quick": {"early": {"Ex": 0.30, "Ey": 0.30, "Hz": 0.45}}}
+
     def setup(self):
         c = self.config
         src, win, out, pad = c["source"], c["window"], c["output"], c["absorbing"]["padding"]

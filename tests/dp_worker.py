@@ -14,10 +14,10 @@ import sys
 
 import numpy as np
 import torch
-
-from elecsolver.config import merge
 from elecsolver.parallel.data_parallel import apply_data_parallel, init_data_parallel, shutdown
 from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
+
+from elecsolver.config import merge
 from elecsolver.trainer import Trainer, build_model
 
 SMALL = {

@@ -57,7 +57,7 @@ def test_hdf5_reads_back_with_units_and_metrics(run30):
                      "reference/Ex", "reference/Ey", "reference/Hz"):
             assert "units" in h[name].attrs
         assert h["fields/Hz"].shape == (41, 101, 101)
-        assert h.attrs["problem"] == PROBLEM and int(h.attrs["schema_version"]) == 1
+        assert h.attrs["problem"] == PROBLEM and int(h.attrs["schema_version"]) == 2
         config = json.loads(h.attrs["config"])
         assert config["source"]["sigma"] == 7.5e-3
         scales = json.loads(h.attrs["scales"])
@@ -101,7 +101,7 @@ def test_resume_gives_the_uninterrupted_parameters(tmp_path):
     assert first.returncode == 0, first.stderr
     assert not (b / "fields.h5").exists()
     state = torch.load(b / "checkpoint.pt", weights_only=False)
-    assert state["step"] == 10 and len(state["rar_points"]["pde"][0]) == 80
+    assert state["step"] == 10 and len(state["points"]["rar_points"]["pde"][0]) == 80
     second = run_cli(*common, "--out", str(b), "--resume")
     assert second.returncode == 0, second.stderr
     assert torch.equal(_params(a / "checkpoint.pt"), _params(b / "checkpoint.pt"))
@@ -123,7 +123,10 @@ def test_resume_with_other_configuration_is_refused(tmp_path):
     (["run", PROBLEM, "--preset", "nope"], "unknown preset"),
     (["run", PROBLEM, "--set", "no.such.key=1"], "unknown configuration key"),
     (["run", PROBLEM, "--set", "source.sigma=\"wide\""], "expected a number"),
-    (["run", PROBLEM, "--set", "source.sigma=-1"], "source.sigma must be positive"),
+    (["run", PROBLEM, "--set", "source.sigma=-1"], "sigma must be a positive"),
+    (["run", PROBLEM, "--set", "source.frequency=1e12"], "no FDTD reference for source.frequency=1e+12"),
+    (["run", PROBLEM, "--set", "sampling.rar_constraints=[\"pml\"]"], "sampling.rar_constraints names ['pml']"),
+    (["run", "my_problem.py"], "problem file my_problem.py does not exist"),
     (["run", PROBLEM, "--steps", "0"], "--steps must be >= 1"),
     (["run", PROBLEM, "--steps", "ten"], "invalid int value"),
     (["run", PROBLEM, "--resume"], "no checkpoint"),
@@ -163,20 +166,3 @@ def test_example_script_takes_the_cli_options(tmp_path):
     assert m["steps"] == 3 and m["preset"] == "ci"
     cfg = json.loads(h5py.File(out / "fields.h5", "r").attrs["config"])
     assert cfg["sampling"]["interior"] == 200
-
-
-def test_scripted_problem_example_learns_the_cavity_mode(tmp_path):
-    """examples/pec_cavity_te.py (a Problem written from scratch) trains to a small error."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "examples" / "pec_cavity_te.py"
-    spec = importlib.util.spec_from_file_location("pec_cavity_te", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch.manual_seed(0)
-    metrics = module.main(["--steps", "1500", "--out", str(tmp_path / "cav")])
-    # measured at 1500 steps on 1 core: Ex 0.229, Ey 0.233, Hz 0.177; a zero field scores 1.0
-    for field, err in metrics["rel_l2"]["full"].items():
-        assert err < 0.33, (field, err)
-    assert (tmp_path / "cav" / "fields.xdmf").is_file()

@@ -6,11 +6,11 @@ import pytest
 import torch
 import torch._dynamo
 from conftest import run_cli
+from elecsolver.problems import get_problem_class
 from torch._dynamo.utils import counters
 
 from elecsolver.config import ConfigError
 from elecsolver.trainer import Trainer
-from elecsolver.problems import get_problem_class
 
 HS = get_problem_class("helmholtz-square")
 MPS = get_problem_class("maxwell-point-source-2d")

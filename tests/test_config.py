@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 from elecsolver.config import ConfigError, apply_overrides, config_hash
-from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 
 def test_overrides_parse_json_and_keep_types():

@@ -13,8 +13,17 @@ import numpy as np
 import pytest
 
 import elecsolver
-from elecsolver.fields import (FieldSet, GridSites, MeshSites, read, register_writer, registered_writers,
-                               relative_l2, write, writers)
+from elecsolver.fields import (
+    FieldSet,
+    GridSites,
+    MeshSites,
+    read,
+    register_writer,
+    registered_writers,
+    relative_l2,
+    write,
+    writers,
+)
 from elecsolver.fields.png import write_png
 from elecsolver.fields.testing import PNG_SIGNATURE, assert_roundtrip
 

@@ -452,13 +452,33 @@ def test_bad_input_raises_value_error(make, match):
         make()
 
 
-def test_report_largest_measure_error(capsys):
-    """Runs last in this file: prints the largest relative measure error of the property tests."""
-    if MEASURE_ERRORS:
-        with capsys.disabled():
-            err = np.array(MEASURE_ERRORS)
-            rel, box = err[:, 0].max(), err[:, 1].max()
-            big = err[err[:, 2] >= 0.05, 0]
-            print(f"\n[geometry] largest measure error in property tests over {len(err)} domains: "
-                  f"{rel:.3e} relative ({big.max() if len(big) else float('nan'):.3e} for the {len(big)} filling "
-                  f">= 5 % of their bounding box), {box:.3e} of the bounding-box volume")
+def test_largest_measure_error_over_the_property_tests(capsys):
+    """Runs last in this file: the worst measure error over every property-test domain stays below what was
+    measured in long runs with a margin (1.7e-3 of the bounding-box volume and 0.91 % relative for domains
+    filling >= 5 % of it, at 400 examples), tighter than the 1 % each single test allows; and it is reported."""
+    if not MEASURE_ERRORS:
+        pytest.skip("the property tests of this file did not run (selected alone)")
+    err = np.array(MEASURE_ERRORS)
+    rel, box = err[:, 0].max(), err[:, 1].max()
+    big = err[err[:, 2] >= 0.05, 0]
+    with capsys.disabled():
+        print(f"\n[geometry] largest measure error in property tests over {len(err)} domains: "
+              f"{rel:.3e} relative ({big.max() if len(big) else float('nan'):.3e} for the {len(big)} filling "
+              f">= 5 % of their bounding box), {box:.3e} of the bounding-box volume")
+    assert box < 5e-3, box
+    assert len(big) == 0 or big.max() < 0.02, big.max()
+
+
+@pytest.mark.parametrize("space", [Rectangle([0, 0], [1, 1]), Disk([0.5, 0.5], 0.5)], ids=["box", "disk"])
+@pytest.mark.parametrize("where", ["interior", "boundary"])
+def test_space_time_points_fill_space_and_time_independently(space, where):
+    """Regression: space and time were drawn by two low-discrepancy sequences paired index by index, which made
+    t nearly a function of x (231 of 256 (x, t) cells empty); every cell of an 8 x 8 (x, t) histogram is hit."""
+    dom = TimeDomain(space, 0.0, 1.0)
+    cloud = dom.sample_interior(4096, "sobol", seed=3) if where == "interior" else dom.sample_boundary(4096, "sobol",
+                                                                                                       seed=3)
+    hist, _, _ = np.histogram2d(cloud.points[:, 0], cloud.points[:, 2], bins=8, range=[[0, 1], [0, 1]])
+    assert (hist > 0).all(), hist
+    # and t is spread evenly: each of 8 time bins holds 1/8 of the points within 10 %
+    counts = np.histogram(cloud.points[:, 2], bins=8, range=(0, 1))[0]
+    assert np.all(np.abs(counts - 512) < 52), counts

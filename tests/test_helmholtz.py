@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import run_cli
+from elecsolver.problems import get_problem_class
 
+from elecsolver.config import apply_overrides
 from elecsolver.io.hdf5 import read_fields
 from elecsolver.networks import MLP, HardDirichlet, Network
-from elecsolver.config import apply_overrides
 from elecsolver.operators import evaluate
 from elecsolver.trainer import Trainer
-from elecsolver.problems import get_problem_class
 
 HS = get_problem_class("helmholtz-square")
 

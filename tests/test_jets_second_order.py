@@ -15,9 +15,9 @@ from elecsolver.networks import (
     Activation,
     FourierFeatures,
     HardInitialCondition,
-    Network,
     InputScaling,
     JetLinear,
+    Network,
     Residual,
     build_network,
 )
@@ -323,3 +323,39 @@ def test_funcjet_fallback_matches_autograd_and_gradients():
     bare = torch.nn.Sequential(torch.nn.Identity(), _UserBlock(3)).double()
     with pytest.raises(TypeError, match="FuncJet"):
         evaluate(bare, pts, names, outs)
+
+
+# ---- the layer and head registries, to second order ----------------------------------------------------------
+import elecsolver.problems  # noqa: F401  (registers the problems' own heads, e.g. the near field)
+
+from elecsolver.networks import HEADS, LAYERS
+
+_KW = {"second": [("x", "y"), ("t", "t"), ("x", "t")], "laplacian": {"x": 1.0, "y": 1.0, "t": -0.5}}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_every_registered_layer_equals_autograd_to_second_order(name):
+    torch.manual_seed(2)
+    layer = LAYERS[name](3)
+    net = nn.Sequential(layer, Activation("tanh"), JetLinear(_width(layer), 3)).double()
+    pts = torch.rand(30, 3, dtype=torch.float64) * 1.2 - 0.1
+    a = evaluate(net, pts, IN, OUT, **_KW).jet.channels
+    b = evaluate(net, pts, IN, OUT, method="autograd", **_KW).jet.channels
+    assert _rel(a, b) < 1e-10, name
+
+
+def _width(layer) -> int:
+    with torch.no_grad():
+        return layer.double()(torch.zeros(1, 3, dtype=torch.float64)).shape[-1]
+
+
+@pytest.mark.parametrize("name", sorted(HEADS))
+def test_every_registered_head_equals_autograd_to_second_order(name):
+    torch.manual_seed(3)
+    body = nn.Sequential(JetLinear(3, 8), Activation("sin"), JetLinear(8, 3))
+    net = Network(body, [HEADS[name](3, 3)]).double()
+    pts = torch.rand(30, 3, dtype=torch.float64)
+    for kw in (_KW, {}):  # second-order jets, and first-order ones (some heads have a rule of their own)
+        a = evaluate(net, pts, IN, OUT, **kw).jet.channels
+        b = evaluate(net, pts, IN, OUT, method="autograd", **kw).jet.channels
+        assert _rel(a, b) < 1e-10, (name, kw)

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import run_cli
-
 from elecsolver.parallel.launch import discover
 
 MPIRUN = shutil.which("mpirun", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))

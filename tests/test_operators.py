@@ -6,12 +6,12 @@ import math
 
 import pytest
 import torch
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 from torch import nn
 
 from elecsolver.jets import Jet, seed_jet
 from elecsolver.networks import MLP, HardInitialCondition, Network, build_network
 from elecsolver.operators import curl_te, curl_z, div, evaluate, grad
-from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 IN, OUT = ("x", "y", "t"), ("Ex", "Ey", "Hz")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 from elecsolver.config import apply_overrides
-from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 
 def _residuals(nx: int, nt: int, source_sign: float = 1.0):

@@ -38,9 +38,8 @@ def test_same_seed_same_points_and_losses_bitwise():
 def test_other_seed_other_points():
     from dp_worker import small_problem
 
-    from elecsolver.trainer import Trainer
-
     from elecsolver.config import apply_overrides
+    from elecsolver.trainer import Trainer
 
     p1 = small_problem()
     p2 = type(p1)(apply_overrides(p1.config, ["training.seed=4"]))

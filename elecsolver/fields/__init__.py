@@ -11,11 +11,11 @@ The HDF5 layout (schema version 2) is described in :mod:`elecsolver.fields.hdf5`
 ``docs/output-format.md``.
 """
 
+from . import writers
 from .fieldset import FieldSet
 from .hdf5 import SCHEMA_VERSION
 from .metrics import relative_l2
 from .sites import GridSites, MeshSites
-from . import writers
 from .writers import Writer, read, register_writer, registered_writers, write
 
 __all__ = ["SCHEMA_VERSION", "FieldSet", "GridSites", "MeshSites", "Writer", "read", "register_writer",

@@ -190,7 +190,7 @@ class MeshDomain(Domain):
             try:
                 mesh = meshio.read(name)
             except ValueError as exc:
-                if "gmsh:physical" not in str(exc):
+                if "gmsh:physical" not in str(exc) or not _MESHIO_PATCHABLE:
                     raise
                 mesh = _read_gmsh41_partial_groups(name)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 (meshio raises many types and may sys.exit() on bad XDMF)
@@ -391,6 +391,22 @@ class MeshDomain(Domain):
 
 
 _MESHIO_PATCH_LOCK = threading.Lock()
+
+
+def _meshio_patchable() -> bool:
+    """Whether meshio is a version whose gmsh 4.1 reader this module works around (5.3.x, where the workaround
+    was written and tested: it swaps ``meshio.gmsh._gmsh41.Mesh`` for one read).  Other versions get meshio's
+    own behaviour (and its error for files with elements outside every physical group)."""
+    try:
+        import meshio
+        from meshio.gmsh import _gmsh41
+    except ImportError:
+        return False
+    major_minor = tuple(int(p) for p in meshio.__version__.split(".")[:2] if p.isdigit())
+    return major_minor == (5, 3) and hasattr(_gmsh41, "Mesh")
+
+
+_MESHIO_PATCHABLE = _meshio_patchable()
 
 
 def _read_gmsh41_partial_groups(name: str):

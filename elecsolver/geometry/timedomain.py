@@ -39,9 +39,11 @@ class TimeDomain(Domain):
     dim : int
         d + 1.
 
-    Interior points pair the spatial points of the domain's own sampler with times from an
-    independent one-dimensional sequence of the same method (``"grid"``: a product of a spatial grid
-    and evenly spaced times).  :meth:`measure` is the spatial measure times t1 - t0;
+    Interior points of a box x [t0, t1] come from one (d + 1)-dimensional sequence of the method; for
+    other domains they pair the spatial points of the domain's own sampler with times from a
+    one-dimensional sequence of the same method taken in a seeded random order, so that space and time
+    are sampled independently (``"grid"``: a product of a spatial grid and evenly spaced times).
+    Boundary points pair the spatial boundary sampler with such times.  :meth:`measure` is the spatial measure times t1 - t0;
     :meth:`boundary_measure` is that of the lateral boundary (spatial boundary measure times
     t1 - t0).
 
@@ -83,9 +85,24 @@ class TimeDomain(Domain):
         return self.domain.boundary_measure(tags) * (self.t1 - self.t0)
 
     def _times(self, n: int, method: str, seed: int) -> np.ndarray:
-        return self.t0 + (self.t1 - self.t0) * unit_samples(n, 1, method, derive_seed(seed, "time"))[:, 0]
+        """n times in [t0, t1) from a 1D sequence of ``method``, in a seeded random order.
+
+        The order matters: the spatial sampler and this one are both driven by the point index, and two
+        (differently scrambled) low-discrepancy sequences paired index by index are nearly functions of each
+        other (the first Sobol coordinate and a 1D Sobol sequence are both scrambled van der Corput
+        sequences), which would put the space-time points on a curve; a random permutation keeps the times
+        evenly spread in [t0, t1) and pairs them with the spatial points independently."""
+        u = unit_samples(n, 1, method, derive_seed(seed, "time"))[:, 0]
+        u = u[np.random.default_rng(derive_seed(seed, "time-order")).permutation(n)]
+        return self.t0 + (self.t1 - self.t0) * u
 
     def _interior(self, n, method, seed):
+        from .primitives import _AxisBox
+
+        if isinstance(self.domain, _AxisBox):  # a box: one (d + 1)-dimensional sequence, low discrepancy in x and t
+            lo = np.append(self.domain.lo, self.t0)
+            hi = np.append(self.domain.hi, self.t1)
+            return lo + unit_samples(n, self.dim, method, derive_seed(seed, "space-time")) * (hi - lo)
         x = self.domain._interior(n, method, derive_seed(seed, "space"))
         return np.column_stack([x, self._times(n, method, seed)])
 

@@ -5,7 +5,7 @@ bound to boundary tags of a domain (or to t = t0); a source is a waveform times 
 See :mod:`elecsolver.physics.base` for the conventions.
 """
 
-from .base import Condition, Context, Derivatives, PDE, coefficient
+from .base import PDE, Condition, Context, Derivatives, coefficient
 from .conditions import PEC, PMC, Initial, SilverMueller
 from .materials import Piecewise, piecewise
 from .maxwell import Maxwell, Maxwell3D, MaxwellTEz, MaxwellTMz

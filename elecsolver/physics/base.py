@@ -22,7 +22,7 @@ import torch
 
 from ..scales import Scales
 
-__all__ = ["Coefficient", "Condition", "Context", "Derivatives", "PDE", "coefficient", "si_columns", "values_of"]
+__all__ = ["PDE", "Coefficient", "Condition", "Context", "Derivatives", "coefficient", "si_columns", "values_of"]
 
 Coefficient = float | Callable[..., torch.Tensor]
 

@@ -129,15 +129,11 @@ class Initial(Condition):
         ``values(*si_coordinates) -> {component: SI values [N]}`` (missing components are zero; one
         tensor for a single-component PDE); None: zero fields.
     hard : bool
-        Impose zero initial fields exactly through the network's head (u = ((t - t0)/T) N) instead of a
-        loss term; needs ``values=None``.
+        Impose the initial values exactly through the network's head (u = u0 + ((t - t0)/T) N) instead of a
+        loss term (the same as ``network.hard_initial``).
     weight, name, points
         As :class:`~elecsolver.physics.base.Condition`.
 
-    Raises
-    ------
-    ValueError
-        If ``hard`` is combined with nonzero ``values``.
     """
 
     where = "initial"
@@ -146,8 +142,6 @@ class Initial(Condition):
     def __init__(self, values: Callable[..., Mapping[str, torch.Tensor] | torch.Tensor] | None = None, *,
                  hard: bool = False, **kwargs):
         super().__init__(None, **kwargs)
-        if hard and values is not None:
-            raise ValueError("Initial(hard=True) imposes zero initial fields; drop values= or hard=True")
         self.values, self.hard = values, bool(hard)
 
     def residual(self, f, points, normals, ctx):

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..io.atomic import atomic_path
 from ..config import config_hash
+from ..io.atomic import atomic_path
 
 __all__ = ["cache_dir", "cached_arrays"]
 

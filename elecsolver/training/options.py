@@ -18,7 +18,7 @@ __all__ = ["BASE_CONFIG", "NetworkOptions", "SamplingOptions", "TrainingOptions"
 BASE_CONFIG: dict = {
     "network": {"kind": "mlp", "width": 64, "depth": 4, "activation": "tanh", "init": "auto", "output_gain": 0.1,
                 "first_omega": 1.0, "scales": [1.0, 2.0, 4.0], "fourier_features": 0, "fourier_scale": 1.0,
-                "input_scaling": True, "hard_initial": False},
+                "input_scaling": True, "hard_initial": False, "hard_pec": False},
     "sampling": {"method": "sobol", "interior": 2000, "boundary": 400, "initial": 400, "resample_every": 100,
                  "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
                  "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"]},
@@ -147,7 +147,8 @@ class SamplingOptions:
 
 @dataclass(frozen=True)
 class NetworkOptions:
-    """The ``network`` block: kind, width, depth, activation, initialisation, input features, hard initial fields."""
+    """The ``network`` block: kind, width, depth, activation, initialisation, input features, hard constraints
+    (``hard_initial``: the initial values through the head; ``hard_pec``: PEC walls of an axis-aligned box)."""
 
     kind: str
     width: int
@@ -161,6 +162,7 @@ class NetworkOptions:
     fourier_scale: float
     input_scaling: bool
     hard_initial: bool
+    hard_pec: bool
 
     @classmethod
     def from_config(cls, config: dict) -> NetworkOptions:

@@ -1,0 +1,71 @@
+"""Every registered problem is held to its word: its reference satisfies its PDE and conditions, and its
+``ci`` preset reaches the bounds it declares (``Problem.bounds``), bounds that a zero field cannot meet."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import run_cli
+from elecsolver.problems import REGISTRY
+
+from elecsolver.training.loss import constraint_residual
+
+NAMES = sorted(REGISTRY)
+
+
+class _Exact(torch.nn.Module):
+    """A problem's closed form as a network of the training-unit inputs."""
+
+    def __init__(self, problem, factor: float = 1.0):
+        super().__init__()
+        self.p, self.factor = problem, factor
+
+    def forward(self, x):
+        p = self.p
+        out = p.exact(*p.context.si(x))
+        return self.factor * torch.stack([torch.as_tensor(out.get(n, 0.0) / p.context.field_scale(n))
+                                          .expand(x.shape[0]) for n in p.outputs], 1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_satisfies_the_pde_and_the_conditions(name):
+    cls = REGISTRY[name]
+    problem = cls(cls.preset_config("ci"))
+    if not problem.has_exact():
+        # an FDTD reference: tests/test_problem_reference.py puts it into the problem's own residual by
+        # central differences and checks the second order of the Yee scheme
+        assert name == "maxwell-point-source-2d", f"{name} has neither a closed form nor a reference test"
+        return
+    eps = 1e-3
+    for c in problem.constraints():
+        cloud = c.sample(7, 1.0)
+        pts = torch.as_tensor(cloud.points, dtype=torch.float64)
+        nrm = None if cloud.normals is None else torch.as_tensor(cloud.normals, dtype=torch.float64)
+
+        def res(factor, c=c, pts=pts, nrm=nrm):
+            return constraint_residual(_Exact(problem, factor), c, pts, nrm, problem.inputs, problem.outputs,
+                                       "autograd").detach()
+
+        r = res(1.0)
+        # the size of the operator applied to the solution: r(u + eps u) - r(u) = eps L u (the source cancels)
+        size = (res(1.0 + eps) - r).norm() / eps
+        assert float(size) > 0, (name, c.name)
+        assert float(r.norm() / size) < 1e-8, (name, c.name, float(r.norm() / size))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ci_preset_reaches_its_declared_bounds(name, tmp_path):
+    cls = REGISTRY[name]
+    bounds = cls.bounds.get("ci")
+    assert bounds, f"{name} declares no ci bounds"
+    for window in bounds.values():
+        assert all(0 < b < 1.0 for b in window.values()), "a zero field scores 1.0: such a bound tests nothing"
+    out = tmp_path / name
+    proc = run_cli("run", name, "--preset", "ci", "--out", str(out), "--quiet", timeout=1800)
+    assert proc.returncode == 0, proc.stderr
+    rel = json.loads((out / "metrics.json").read_text())["rel_l2"]
+    for window, fields in bounds.items():
+        for field, bound in fields.items():
+            assert rel[window][field] < bound, (name, window, field, rel[window][field], bound)
