@@ -27,10 +27,13 @@ WORKER = r"""
 import json, statistics, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[4]))
-try:
+if sys.argv[6] == "this":
     from elecsolver.problems import get_problem_class
-except ImportError:
-    from problems import get_problem_class
+else:  # an earlier tree: before the redesign problems/ was a top-level package
+    try:
+        from problems import get_problem_class
+    except ImportError:
+        from elecsolver.problems import get_problem_class
 from elecsolver.trainer import Trainer
 name, preset, steps, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[5])
 cls = get_problem_class(name)
@@ -54,7 +57,7 @@ def _one(tree: Path, name: str, preset: str, args) -> float:
     if tree != ROOT:
         env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, "-c", WORKER, name, preset, str(args.steps), str(args.threads),
-                           str(args.warmup)], cwd=tree, env=env, capture_output=True, text=True, check=True)
+                           str(args.warmup), "this" if tree == ROOT else "other"], cwd=tree, env=env, capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])["ms"]
 
 

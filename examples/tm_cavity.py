@@ -29,7 +29,7 @@ class TMCavity(es.Problem):
     name = "tm-cavity"
     defaults = {"mode": {"m": 1, "n": 1}, "window": {"periods": 0.5}, "output": {"nx": 61, "ny": 31, "nt": 21},
                 "network": {"width": 64, "depth": 3, "activation": "sin", "output_gain": 1.0, "hard_initial": True},
-                "training": {"steps": 3000, "lr": 3e-3, "lr_final": 1e-4}}
+                "training": {"steps": 4000, "lr": 3e-3, "lr_final": 1e-4}}
     presets = {"quick": {}, "ci": {"training": {"steps": 1500}}}
     bounds = {"quick": {"full": {"Ez": 0.05, "Hx": 0.05, "Hy": 0.05}}, "ci": {"full": {"Ez": 0.05, "Hx": 0.06, "Hy": 0.09}}}
 

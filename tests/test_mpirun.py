@@ -59,3 +59,27 @@ def test_mpirun_two_ranks_equal_one_process(tmp_path):
     la = [r["loss"] for r in a["history"]]
     lb = [r["loss"] for r in b["history"]]
     assert abs(la[-1] - lb[-1]) / abs(la[-1]) < 1e-10
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+def test_a_users_script_under_mpirun_trains_data_parallel(tmp_path):
+    """``mpirun -n 2 python my_script.py`` (es.main) joins the ranks: one run of world size 2 that equals the
+    one-process run, not two silent copies writing into one folder."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "tm_cavity.py"
+    args = ["--steps", "4", "--dtype", "float64", "--quiet", "--set", "sampling.interior=200",
+            "--set", "sampling.boundary=50"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    one = subprocess.run([sys.executable, str(script), *args, "--out", str(tmp_path / "one")], env=env,
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script), *args, "--out",
+                          str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert two.returncode == 0, two.stdout + two.stderr
+    a = torch.load(tmp_path / "one" / "checkpoint.pt", weights_only=False)
+    b = torch.load(tmp_path / "two" / "checkpoint.pt", weights_only=False)
+    assert (a["world"], b["world"]) == (1, 2)
+    pa = torch.cat([v.reshape(-1) for v in a["model"].values()])
+    pb = torch.cat([v.reshape(-1) for v in b["model"].values()])
+    assert float((pa - pb).norm() / pa.norm()) < 1e-10
