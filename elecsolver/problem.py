@@ -447,7 +447,17 @@ class Problem:
         vals = np.asarray(values, dtype=np.float64)
         if not si:
             vals = vals * np.array([self.scales.of_unit(self.units[n]) for n in self.outputs])
-        return FieldSet.from_flat(self.output, vals, list(self.outputs), self.units, times=times)
+        return FieldSet.from_flat(self.output, vals, list(self.outputs), self.units, times=times,
+                                  mask=self.output_mask())
+
+    def output_mask(self) -> np.ndarray | None:
+        """Which output sites lie in the spatial domain (bool, the sites' shape; within 1e-9 of its size), or None
+        when all do: metrics leave the others out, and the files store the mask."""
+        if not hasattr(self, "_mask"):
+            dom = self.space_domain
+            inside = dom.contains(self.output.coordinates()[:, : dom.dim], tol=1e-9 * dom.size())
+            self._mask = None if inside.all() else inside.reshape(self.output.shape)
+        return self._mask
 
     def metrics(self, fields, reference) -> dict[str, dict[str, float]]:
         """Relative L2 error per window (``windows``: {name: t_max}) and field, {window: {field: error}}."""

@@ -185,3 +185,33 @@ def test_files_honour_the_umask(tmp_path):
         os.umask(old)
     for name in ("checkpoint.pt", "convergence.csv", "f.h5", "f.xdmf"):
         assert oct((tmp_path / name).stat().st_mode & 0o777) == oct(0o640), name
+
+
+class Annulus(es.Problem):
+    """Laplace's equation on a square with a hole, phi = x^2 - y^2 (harmonic): output sites in the hole are masked."""
+
+    name = "annulus-test"
+    defaults = {"network": {"width": 8, "depth": 1}, "sampling": {"interior": 32, "boundary": 16},
+                "training": {"steps": 2, "dtype": "float64"}}
+
+    def setup(self):
+        self.domain = es.Rectangle([-1, -1], [1, 1]) - es.Disk([0, 0], 0.5)
+        self.pde = es.Laplace(field="phi", unit="V")
+        self.conditions = [es.Dirichlet(value=lambda x, y: x**2 - y**2)]
+        self.output = es.GridSites({"x": np.linspace(-1, 1, 21), "y": np.linspace(-1, 1, 21)})
+
+    def exact(self, x, y):
+        return {"phi": x**2 - y**2}
+
+
+def test_output_sites_outside_the_domain_are_masked_and_left_out_of_the_metrics(tmp_path):
+    p = Annulus()
+    mask = p.output_mask()
+    xx, yy = np.meshgrid(p.output.axes["x"], p.output.axes["y"])
+    np.testing.assert_array_equal(mask, np.hypot(xx, yy) >= 0.5 - 1e-9)
+    ref = p.reference()
+    assert np.array_equal(ref.mask, mask)
+    wrong_in_hole = ref.with_fields({"phi": np.where(mask, ref.fields["phi"], 7.0)})
+    assert p.metrics(wrong_in_hole, ref)["full"]["phi"] == 0.0
+    data = es.read(es.write(ref, tmp_path / "a.h5")[0])
+    assert np.array_equal(data["fieldset"].mask, mask)
