@@ -99,8 +99,9 @@ class Fields:
             return self.jet.second_derivative(ci, cj)[:, comp]
         except KeyError:
             have = [(self.inputs[i], self.inputs[j]) for i, j in self.jet.pairs]
-            raise KeyError(f"second derivative along ({wrt_i!r}, {wrt_j!r}) was not requested; carried pairs: "
-                           f"{have}; pass second=[({wrt_i!r}, {wrt_j!r}), ...] to evaluate") from None
+            raise KeyError(f"second derivative along ({wrt_i!r}, {wrt_j!r}) is read but was not declared; carried "
+                           f"pairs: {have}; add ({wrt_i!r}, {wrt_j!r}) to the second= pairs of the residual's "
+                           "derivatives (Derivatives(second=...), or evaluate(second=...))") from None
 
     def lap(self, name: str) -> torch.Tensor:
         """The summed Laplacian channel sum_k w_k d2(name)/d x_k^2 declared in

@@ -24,7 +24,7 @@ choices other modules own.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -194,6 +194,13 @@ class Problem:
             raise ValueError("setup() must set self.domain to an elecsolver.geometry domain")
         if not isinstance(getattr(self, "pde", None), PDE):
             raise ValueError("setup() must set self.pde to an elecsolver.physics PDE")
+        fields, units = getattr(self.pde, "fields", None), getattr(self.pde, "units", None)
+        if not (isinstance(fields, tuple) and fields and all(isinstance(n, str) for n in fields)):
+            raise ValueError(f"{type(self.pde).__name__}.fields must be a tuple of component names like ('u',), "
+                             f"got {fields!r}")
+        if not (isinstance(units, Mapping) and all(isinstance(units.get(n), str) for n in fields)):
+            raise ValueError(f"{type(self.pde).__name__}.units must be a dict {{component: SI unit}} for {fields}, "
+                             f"e.g. {{{fields[0]!r}: 'V/m'}}, got {units!r}")
         space = self.space_domain
         self.inputs = (*_AXES[: space.dim], *(("t",) if self.time_dependent else ()))
         self.pde.check_inputs(self.inputs)

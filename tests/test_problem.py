@@ -92,6 +92,7 @@ def test_trainer_under_a_launcher_without_a_context_refuses(monkeypatch):
     (lambda p: setattr(p, "conditions", [es.PEC(), es.PEC()]), "declared twice"),
     (lambda p: setattr(p, "domain", es.Rectangle([0, 0], [1, 1])), "needs the inputs ('x', 'y', 't')"),
     (lambda p: setattr(p, "pde", "maxwell"), "self.pde to an elecsolver.physics PDE"),
+    (lambda p: setattr(p.pde, "units", ("V/m",)), "MaxwellTEz.units must be a dict {component: SI unit}"),
 ])
 def test_bad_declarations_raise_one_config_error(change, message):
     class Bad(Cavity):
@@ -99,8 +100,9 @@ def test_bad_declarations_raise_one_config_error(change, message):
             super().setup()
             change(self)
 
-    with pytest.raises(es.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+    with pytest.raises(es.ConfigError) as info:
         Bad()
+    assert message in str(info.value)
 
 
 USER_PROBLEM = """

@@ -37,8 +37,8 @@ class Derivatives:
         Inputs of the first derivatives (e.g. ("x", "y", "t")).
     second : tuple of (str, str)
         Input pairs of second derivatives read with ``Fields.d2``.
-    laplacian : tuple of (str, float), optional
-        Weights of one summed channel sum_k w_k d2/dx_k^2 read with ``Fields.lap``.
+    laplacian : tuple of (str, float) or dict str -> float, optional
+        Weights of one summed channel sum_k w_k d2/dx_k^2 read with ``Fields.lap``, e.g. {"x": 1.0, "y": 1.0}.
     """
 
     wrt: tuple[str, ...] = ()
