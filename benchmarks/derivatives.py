@@ -335,7 +335,7 @@ def helmholtz_trainer(compile_step: bool):
 
 def step_flops(trainer) -> dict:
     """Matmul FLOPs of one training step: forward 2 C N sum(in * out), forward + backward 3x that."""
-    [(name, points, _n_global)] = trainer.points()
+    [(name, points, _n_global)] = trainer.batches()
     constraint = trainer.constraints[0]
     with torch.no_grad():
         fields = evaluate(trainer.model, points, trainer.problem.inputs, trainer.problem.outputs, constraint.wrt,

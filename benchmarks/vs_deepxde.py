@@ -87,9 +87,11 @@ def build_elecsolver(spec: dict, compile_step: bool):
 
     from elecsolver.trainer import Trainer
 
+    from elecsolver.config import apply_overrides
+
     cls = get_problem_class("helmholtz-square")
-    config = cls.preset_config("quick")
-    config["training"].update(steps=spec["steps"], seed=spec["seed"], dtype="float32", compile=compile_step)
+    config = apply_overrides(cls.preset_config("quick"), [f"training.steps={spec['steps']}", f"training.seed={spec['seed']}",
+                                                          "training.dtype=float32", f"training.compile={str(compile_step).lower()}"])
     problem = cls(config)
     trainer = Trainer(problem, progress=False)
     return problem, trainer
@@ -97,15 +99,16 @@ def build_elecsolver(spec: dict, compile_step: bool):
 
 def pde_points(trainer) -> np.ndarray:
     """The trainer's PDE collocation points, float32 [480, 2] (one process holds them all)."""
-    pts = [(name, p, n) for name, p, n in trainer.points()]
+    pts = [(name, p, n) for name, p, n in trainer.batches()]
     if len(pts) != 1 or pts[0][0] != "pde" or pts[0][1].shape[0] != pts[0][2]:
         raise SystemExit(f"expected one 'pde' constraint held whole by this process, got "
                          f"{[(n, tuple(p.shape), g) for n, p, g in pts]} (is the hard-constraint variant on?)")
     return pts[0][1].detach().cpu().numpy().astype(np.float32)
 
 
-def grid_error(problem, reference: dict, values: np.ndarray) -> float:
-    return float(problem.metrics(problem.to_si(values), reference)["grid"]["Ez"])
+def grid_error(problem, reference, values: np.ndarray) -> float:
+    """Relative L2 error of network values [n*n, 1] on the output grid (training units = SI here)."""
+    return float(problem.metrics(problem.output_fieldset(values), reference)["full"]["Ez"])
 
 
 def step_ms(step_s: list[float], window: int, quantile: float = 0.5) -> float | None:
@@ -133,7 +136,7 @@ def run_elecsolver(spec: dict) -> dict:
     steps, every = spec["steps"], spec["eval_every"]
 
     def error() -> float:
-        return float(problem.metrics(trainer.predict(), reference)["grid"]["Ez"])
+        return float(problem.metrics(trainer.predict(), reference)["full"]["Ez"])
 
     trace = [(0, 0.0, error())]
     step_s, losses = [], []
@@ -200,7 +203,7 @@ def run_deepxde(spec: dict) -> dict:
     width, depth = net_cfg["width"], net_cfg["depth"]
     net = dde.nn.FNN([2] + [width] * depth + [1], net_cfg["activation"], "Glorot uniform")
     net.apply_output_transform(lambda x, y: x[:, 0:1] * (1 - x[:, 0:1]) * x[:, 1:2] * (1 - x[:, 1:2]) * y)
-    ours = [m for m in trainer.model.net.layers if isinstance(m, torch.nn.Linear)]
+    ours = [m for m in trainer.model.body.modules() if isinstance(m, torch.nn.Linear)]
     if len(ours) != len(net.linears):
         raise SystemExit(f"elecsolver has {len(ours)} linear layers, the DeepXDE FNN {len(net.linears)}")
     with torch.no_grad():
@@ -209,7 +212,7 @@ def run_deepxde(spec: dict) -> dict:
                 raise SystemExit(f"layer shapes differ: {tuple(src.weight.shape)} vs {tuple(dst.weight.shape)}")
             dst.weight.copy_(src.weight)
             dst.bias.copy_(src.bias)
-    grid = torch.as_tensor(problem.grid_points(), dtype=torch.float32)
+    grid = torch.as_tensor(problem.output_points(), dtype=torch.float32)
 
     def predict() -> np.ndarray:
         net.eval()
@@ -218,7 +221,7 @@ def run_deepxde(spec: dict) -> dict:
         net.train()
         return out
 
-    ours_grid = trainer.predict()["Ez"].ravel()
+    ours_grid = trainer.predict().fields["Ez"].ravel()
     theirs_grid = predict()[:, 0]
     checks["grid_max_abs_diff_step0"] = float(np.max(np.abs(ours_grid - theirs_grid)))
     checks["grid_max_abs_step0"] = float(np.max(np.abs(ours_grid)))

@@ -40,7 +40,7 @@ from .sampling import PointCloud
 from .scales import Scales
 from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, TrainingOptions
 
-__all__ = ["Constraint", "Problem", "ProblemError", "relative_l2"]
+__all__ = ["Constraint", "Problem", "ProblemError"]
 
 _AXES = ("x", "y", "z")
 
@@ -75,13 +75,6 @@ class Constraint:
     weight: float = 1.0
     second: tuple[tuple[str, str], ...] = ()
     laplacian: dict[str, float] | None = None
-
-
-def relative_l2(pred: np.ndarray, ref: np.ndarray) -> float:
-    """Relative L2 error ||pred - ref||_2 / ||ref||_2 over all entries (inf if ref is zero and pred is not)."""
-    den = float(np.linalg.norm(ref))
-    num = float(np.linalg.norm(np.asarray(pred) - np.asarray(ref)))
-    return num / den if den > 0 else (0.0 if num == 0 else float("inf"))
 
 
 class Problem:
