@@ -27,6 +27,8 @@ __all__ = [
     "ActivationRule",
     "FourierFeatures",
     "FuncJet",
+    "GroupSum",
+    "GroupedJetLinear",
     "HardDirichlet",
     "HardInitialCondition",
     "HardInitialValue",
@@ -35,8 +37,10 @@ __all__ = [
     "MultiscaleMLP",
     "Network",
     "Residual",
+    "ScaleReplicate",
     "build_body",
     "build_network",
+    "flat_multiscale_layers",
     "register_head",
     "register_layer",
 ]
@@ -304,6 +308,123 @@ class MultiscaleMLP(nn.Module):
                 outs.append(net(x * a.to(x.dtype)))
         total = torch.stack(outs).sum(0)
         return x.like(total) if isinstance(x, Jet) else total
+
+
+class ScaleReplicate(nn.Module):
+    """x -> [a_1 x, a_2 x, ..., a_G x] along the features: the input of G sub-networks that see the input
+    scaled by different factors (the first layer of a flat multiscale body).  Linear, so every jet channel
+    is scaled alike.
+
+    Parameters
+    ----------
+    factors : sequence of float
+        The G scale factors a_g.
+
+    Shapes: [N, d] -> [N, G d]; jets [C, N, d] -> [C, N, G d] (group g is features g d ... (g + 1) d - 1).
+    """
+
+    def __init__(self, factors: Sequence[float]):
+        super().__init__()
+        if not len(factors):
+            raise ValueError("a multiscale network needs at least one scale factor")
+        self.register_buffer("factors", torch.as_tensor(list(factors), dtype=torch.float64))
+
+    def _map(self, t: torch.Tensor) -> torch.Tensor:  # [..., d] -> [..., G d]
+        a = self.factors.to(t.dtype)
+        return (t.unsqueeze(-2) * a.unsqueeze(-1)).flatten(-2)
+
+    def forward(self, x):
+        if isinstance(x, Jet):
+            return x.like(self._map(x.channels))
+        return self._map(x)
+
+    def extra_repr(self) -> str:
+        return f"factors={self.factors.tolist()}"
+
+
+class GroupedJetLinear(nn.Module):
+    """G independent linear maps side by side (a block-diagonal linear layer): group g maps features
+    g*in ... (g+1)*in - 1 to g*out ... (g+1)*out - 1 with its own weight [out, in] and bias [out]; on jets
+    every channel goes through the same batched matmul, the bias on the value channel only.
+
+    Parameters
+    ----------
+    groups, in_features, out_features : int
+
+    Attributes
+    ----------
+    weight : Parameter [G, out, in]
+    bias : Parameter [G, out]
+
+    Shapes: [N, G in] -> [N, G out]; jets [C, N, G in] -> [C, N, G out].
+    """
+
+    def __init__(self, groups: int, in_features: int, out_features: int):
+        super().__init__()
+        self.groups, self.in_features, self.out_features = groups, in_features, out_features
+        bound = 1.0 / math.sqrt(in_features)  # nn.Linear's default range
+        self.weight = nn.Parameter(torch.empty(groups, out_features, in_features).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(groups, out_features).uniform_(-bound, bound))
+
+    @classmethod
+    def from_linears(cls, linears: Sequence[nn.Linear]) -> GroupedJetLinear:
+        """The grouped layer holding copies of ``linears`` (same shapes), group g = ``linears[g]``."""
+        first = linears[0]
+        out = cls(len(linears), first.in_features, first.out_features)
+        with torch.no_grad():
+            out.weight.copy_(torch.stack([lin.weight for lin in linears]))
+            out.bias.copy_(torch.stack([lin.bias for lin in linears]))
+        return out
+
+    def _matmul(self, t: torch.Tensor) -> torch.Tensor:  # [..., G in] -> [..., G out], no bias
+        g = t.unflatten(-1, (self.groups, self.in_features))          # [..., G, in]
+        y = torch.matmul(g.unsqueeze(-2), self.weight.transpose(1, 2)).squeeze(-2)  # [..., G, out]
+        return y
+
+    def forward(self, x):
+        if isinstance(x, Jet):
+            out = self._matmul(x.channels)                            # [C, N, G, out]
+            v, rest = torch.split(out, [1, out.shape[0] - 1], dim=0)
+            return x.like(torch.cat([v + self.bias, rest], dim=0).flatten(-2))
+        return (self._matmul(x) + self.bias).flatten(-2)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}, in_features={self.in_features}, out_features={self.out_features}"
+
+
+class GroupSum(nn.Module):
+    """Sum of G feature groups: [..., G c] -> [..., c] (the last layer of a flat multiscale body)."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def _map(self, t: torch.Tensor) -> torch.Tensor:
+        return t.unflatten(-1, (self.groups, t.shape[-1] // self.groups)).sum(-2)
+
+    def forward(self, x):
+        if isinstance(x, Jet):
+            return x.like(self._map(x.channels))
+        return self._map(x)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+def flat_multiscale_layers(net: MultiscaleMLP) -> list[nn.Module]:
+    """The layers of ``net`` as a flat sequence with the same function and parameters:
+    ``ScaleReplicate``, then per depth a ``GroupedJetLinear`` (one group per scale) and the activation,
+    the grouped output layer and a ``GroupSum`` -- so that a multiscale body can be cut between any two
+    layers (pipeline stages) and its hidden widths sharded (tensor parallelism)."""
+    layers: list[nn.Module] = [ScaleReplicate(net.factors.tolist())]
+    per_net = [list(m.layers) for m in net.nets]
+    for k, layer in enumerate(per_net[0]):
+        if isinstance(layer, nn.Linear):
+            layers.append(GroupedJetLinear.from_linears([p[k] for p in per_net]))
+        else:
+            layers.append(layer)
+    layers.append(GroupSum(len(net.nets)))
+    return layers
 
 
 class FourierFeatures(nn.Module):
@@ -599,7 +720,9 @@ def _mlp_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
 
 
 def _multiscale_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
-    return [MultiscaleMLP(d_in, d_out, o.width, o.depth, o.activation, o.scales, o.first_omega, o.output_gain, o.init)]
+    # initialised as the sub-networks of MultiscaleMLP (the same draws), then laid out flat
+    net = MultiscaleMLP(d_in, d_out, o.width, o.depth, o.activation, o.scales, o.first_omega, o.output_gain, o.init)
+    return flat_multiscale_layers(net)
 
 
 def _resnet_layers(o, d_in: int, d_out: int) -> list[nn.Module]:
@@ -643,6 +766,9 @@ LAYERS["input-scaling"] = lambda d: InputScaling([-0.5] * d, [1.5 + 0.5 * k for 
 LAYERS["fourier-features"] = lambda d: FourierFeatures(d, 4, scale=1.5)
 LAYERS["mlp"] = lambda d: MLP(d, 3, 8, 2, "tanh", output_gain=1.0)
 LAYERS["multiscale"] = lambda d: MultiscaleMLP(d, 3, 6, 2, "sin", scales=[1.0, 3.0], first_omega=2.0, output_gain=1.0)
+LAYERS["multiscale-flat"] = lambda d: nn.Sequential(*flat_multiscale_layers(
+    MultiscaleMLP(d, 3, 6, 2, "sin", scales=[1.0, 3.0], first_omega=2.0, output_gain=1.0)))
+LAYERS["grouped-linear"] = lambda d: nn.Sequential(ScaleReplicate([1.0, 2.0]), GroupedJetLinear(2, d, 3), GroupSum(3))
 LAYERS["residual"] = lambda d: Residual(nn.Sequential(JetLinear(d, d), Activation("silu")))
 LAYERS["funcjet"] = lambda d: FuncJet(nn.Sequential(nn.Linear(d, 4), nn.Softplus()))
 HEADS["hard-initial"] = lambda d, c: HardInitialCondition(t_column=d - 1, t_start=0.0, span=1.5)
@@ -655,7 +781,8 @@ def build_body(options, in_features: int, out_features: int, lower: Sequence[flo
                upper: Sequence[float]) -> nn.Sequential:
     """The flat body the ``network`` block describes: input scaling to [-1, 1] over the box [lower, upper]
     (``input_scaling``), optional Fourier features (``fourier_features`` > 0 rows, ``fourier_scale``), then
-    the layers of ``kind`` ("mlp": linear and activation layers; "multiscale": one multiscale block).
+    the layers of ``kind`` ("mlp": linear and activation layers; "multiscale": the flat multiscale layers of
+    :func:`flat_multiscale_layers`).
 
     Parameters
     ----------

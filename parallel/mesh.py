@@ -1,0 +1,173 @@
+"""The device mesh: the world's ranks laid out as pp x dp x tp, with one named process group per axis.
+
+Layout (tensor parallel innermost, so that a tensor-parallel group sits on neighbouring ranks, i.e. on one
+node when ranks are placed by node):
+
+    rank = (pp_index * dp + dp_index) * tp + tp_index
+
+- ``"tp"``: the ranks that share one layer's shards (same pipeline stage and data shard);
+- ``"pp"``: the ranks that hold the stages of one pipeline (same data shard and tensor shard);
+- ``"dp"``: the ranks that hold the same parameters (same stage and tensor shard) on different points;
+  gradients are summed over it and the points are sharded over it.
+
+This module is the only place in the package that creates process groups (``init_data_parallel`` joins
+the world group).  Every group gets an explicit timeout.  Cf. torch.distributed.device_mesh and
+torchtitan's ParallelDims; the mesh here is kept small and explicit so that the equality tests can
+name every group.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+import torch.distributed as dist
+
+__all__ = ["AXES", "DeviceMesh", "MeshError"]
+
+AXES = ("pp", "dp", "tp")
+
+
+class MeshError(ValueError):
+    """The requested dp x tp x pp does not fit the world (the message names the three numbers)."""
+
+
+def _check_sizes(dp: int, tp: int, pp: int, world: int) -> None:
+    for name, n in (("dp", dp), ("tp", tp), ("pp", pp)):
+        if not isinstance(n, int) or n < 1:
+            raise MeshError(f"--{name} must be a positive integer, got {n!r}")
+    if dp * tp * pp != world:
+        raise MeshError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp}, but {world} ranks were started; "
+                        f"choose sizes whose product is {world} (e.g. --tp {tp} --pp {pp} with "
+                        f"{tp * pp} x k ranks, or omit --dp to let it be world / (tp x pp))")
+
+
+@dataclass
+class DeviceMesh:
+    """dp x tp x pp ranks and their named process groups.
+
+    Parameters
+    ----------
+    dp, tp, pp : int
+        Sizes of the data-, tensor- and pipeline-parallel axes; ``dp=None`` means world / (tp pp).
+    rank, world : int
+        This process and the number of ranks (default: from ``torch.distributed`` when initialised, else 0 of 1).
+    timeout_s : float
+        Timeout of every group's collectives (seconds).
+
+    Raises
+    ------
+    MeshError
+        If dp x tp x pp differs from the world size, or a size is not a positive integer.
+    """
+
+    dp: int | None = None
+    tp: int = 1
+    pp: int = 1
+    rank: int | None = None
+    world: int | None = None
+    timeout_s: float = 1800.0
+    _groups: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        initialised = dist.is_available() and dist.is_initialized()
+        if self.world is None:
+            self.world = dist.get_world_size() if initialised else 1
+        if self.rank is None:
+            self.rank = dist.get_rank() if initialised else 0
+        if self.dp is None:
+            if self.world % (self.tp * self.pp):
+                _check_sizes(max(1, self.world // (self.tp * self.pp)), self.tp, self.pp, self.world)
+            self.dp = self.world // (self.tp * self.pp)
+        _check_sizes(self.dp, self.tp, self.pp, self.world)
+        rest, self.tp_index = divmod(self.rank, self.tp)
+        self.pp_index, self.dp_index = divmod(rest, self.dp)
+        if self.world > 1:
+            if not initialised:
+                raise MeshError("a mesh over several ranks needs the world process group: call "
+                                "elecsolver.parallel.init_data_parallel() first")
+            self._make_groups()
+
+    # layout ---------------------------------------------------------------------------------------
+    def global_rank(self, pp_index: int, dp_index: int, tp_index: int) -> int:
+        return (pp_index * self.dp + dp_index) * self.tp + tp_index
+
+    def ranks(self, axis: str) -> list[int]:
+        """The global ranks of this rank's group along ``axis`` ("dp", "tp", "pp" or "world"), in axis order."""
+        c = {"pp": self.pp_index, "dp": self.dp_index, "tp": self.tp_index}
+        if axis == "world":
+            return list(range(self.world))
+        if axis not in c:
+            raise KeyError(f"unknown mesh axis {axis!r}; the axes are {AXES} and 'world'")
+        out = []
+        for k in range(self.size(axis)):
+            cc = dict(c, **{axis: k})
+            out.append(self.global_rank(cc["pp"], cc["dp"], cc["tp"]))
+        return out
+
+    def size(self, axis: str) -> int:
+        return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "world": self.world}[axis]
+
+    def index(self, axis: str) -> int:
+        """This rank's position along ``axis``."""
+        return {"dp": self.dp_index, "tp": self.tp_index, "pp": self.pp_index, "world": self.rank}[axis]
+
+    def group(self, axis: str):
+        """The process group of this rank along ``axis`` (None for a one-rank axis or a one-process run)."""
+        if self.size(axis) == 1:
+            return None
+        return self._groups[axis]
+
+    def _make_groups(self) -> None:
+        timeout = datetime.timedelta(seconds=self.timeout_s)
+        # every rank must create every group, in the same order (torch.distributed.new_group's contract)
+        for axis in ("tp", "dp", "pp"):
+            if self.size(axis) == 1:
+                continue
+            for ranks in self._all_groups(axis):
+                g = dist.new_group(ranks, timeout=timeout)
+                if self.rank in ranks:
+                    self._groups[axis] = g
+        self._groups["world"] = dist.new_group(list(range(self.world)), timeout=timeout)
+
+    def _all_groups(self, axis: str) -> list[list[int]]:
+        others = [a for a in AXES if a != axis]
+        out = []
+        for i in range(self.size(others[0])):
+            for j in range(self.size(others[1])):
+                ranks = []
+                for k in range(self.size(axis)):
+                    c = {others[0]: i, others[1]: j, axis: k}
+                    ranks.append(self.global_rank(c["pp"], c["dp"], c["tp"]))
+                out.append(ranks)
+        return out
+
+    # collectives over an axis ------------------------------------------------------------------------
+    def all_reduce_sum(self, tensor, axis: str = "dp"):
+        """Sum ``tensor`` in place over the ranks of ``axis``; returns it."""
+        g = self.group(axis)
+        if g is not None:
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=g)
+        return tensor
+
+    def all_reduce_max(self, tensor, axis: str = "world"):
+        """Maximum of ``tensor`` in place over the ranks of ``axis``; returns it."""
+        g = self.group(axis)
+        if g is not None:
+            dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=g)
+        return tensor
+
+    def broadcast(self, tensor, src_index: int = 0, axis: str = "dp"):
+        """Overwrite ``tensor`` in place with that of the rank at position ``src_index`` along ``axis``."""
+        g = self.group(axis)
+        if g is not None:
+            dist.broadcast(tensor, src=self.ranks(axis)[src_index], group=g)
+        return tensor
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier(group=self._groups["world"])
+
+    def describe(self) -> str:
+        return (f"rank {self.rank} of {self.world}: dp {self.dp_index}/{self.dp}, tp {self.tp_index}/{self.tp}, "
+                f"pp {self.pp_index}/{self.pp}")
