@@ -43,6 +43,38 @@ class RunContext:
         did not touch count as zeros).  Default: one flat all-reduce of all gradients by ``all_reduce_sum``.
     is_writer : bool
         Whether this rank writes files (default: rank 0).
+
+    The hooks below are how ``elecsolver.parallel`` changes the step from outside (all optional; None keeps
+    the one-device behaviour):
+
+    make_forward_backward : callable, optional
+        ``make_forward_backward(constraints, inputs, outputs, method) -> fb`` with ``fb(batches, scale) ->
+        Tensor [n_terms]``: run the loss on this rank's batches, accumulate ``scale`` times its gradient into
+        ``.grad`` and return the detached, unscaled local terms (pipeline schedules).
+    make_optimizer : callable, optional
+        ``make_optimizer(params, options, compiled) -> Optimizer`` (optimizer-state sharding).
+    optimizer_state_dict : callable, optional
+        ``optimizer_state_dict(optimizer) -> dict or None``: collective; the full state on the checkpoint
+        writer, None elsewhere (a sharded optimizer consolidates its shards).
+    loss_scaler : object, optional
+        With ``scale`` (float), ``check(params) -> bool`` (unscale the gradients, decide on every rank alike
+        whether to step), ``state_dict()`` and ``load_state_dict()``: dynamic loss scaling.
+    autocast : callable, optional
+        ``autocast() -> context manager`` around every forward of the loss (mixed precision).
+    gather_model : callable, optional
+        ``gather_model(model) -> nn.Module``: collective; an ordinary one-device network equal to the
+        (sharded or split) ``model``, for evaluation and export.
+    load_model_state : callable, optional
+        ``load_model_state(model, state)``: load the state of a one-device network into ``model``.
+    check_model : nn.Module, optional
+        A one-device network equal to the model, on which residual shapes are checked before training
+        (for a model split into pipeline stages, which cannot run a whole residual alone).
+    checkpoint_name : str
+        File name of this rank's checkpoint (ranks holding different shards write different files).
+    checkpoint_writer : bool, optional
+        Whether this rank writes ``checkpoint_name`` (default: ``is_writer``).
+    model_parallel : int
+        Ranks that share one model replica (tensor x pipeline parallel; 1 for data parallelism only).
     """
 
     rank: int = 0
@@ -52,11 +84,24 @@ class RunContext:
     barrier: Callable[[], None] = _nothing
     sync_gradients: Callable[[list[torch.nn.Parameter]], None] | None = None
     is_writer: bool | None = None
+    make_forward_backward: Callable | None = None
+    make_optimizer: Callable | None = None
+    optimizer_state_dict: Callable | None = None
+    loss_scaler: object | None = None
+    autocast: Callable | None = None
+    gather_model: Callable | None = None
+    load_model_state: Callable | None = None
+    check_model: torch.nn.Module | None = None
+    checkpoint_name: str = "checkpoint.pt"
+    checkpoint_writer: bool | None = None
+    model_parallel: int = 1
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.is_writer is None:
             self.is_writer = self.rank == 0
+        if self.checkpoint_writer is None:
+            self.checkpoint_writer = self.is_writer
         if self.sync_gradients is None:
             self.sync_gradients = self._flat_sum
 

@@ -24,7 +24,7 @@ BASE_CONFIG: dict = {
                  "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"]},
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
-                 "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False},
+                 "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
 
@@ -52,7 +52,9 @@ def _at_least(block: str, key: str, value, low) -> None:
 
 @dataclass(frozen=True)
 class TrainingOptions:
-    """The ``training`` block: steps, seed, dtype, optimizer and schedule by name, logging, derivatives."""
+    """The ``training`` block: steps, seed, dtype, optimizer and schedule by name, logging, derivatives, and
+    ``accumulate``: micro-steps per step (gradient accumulation over row blocks of every batch; the same step
+    as one pass, in the memory of one block)."""
 
     steps: int
     seed: int
@@ -66,6 +68,7 @@ class TrainingOptions:
     checkpoint_every: int
     derivatives: str
     compile: bool
+    accumulate: int
 
     @classmethod
     def from_config(cls, config: dict) -> TrainingOptions:
@@ -80,7 +83,7 @@ class TrainingOptions:
 
         o = _build(cls, config, "training")
         _at_least("training", "steps", o.steps, 1)
-        for key in ("log_every", "checkpoint_every"):
+        for key in ("log_every", "checkpoint_every", "accumulate"):
             _at_least("training", key, getattr(o, key), 1)
         if o.dtype not in ("float32", "float64"):
             raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {o.dtype!r}")

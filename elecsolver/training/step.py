@@ -1,4 +1,10 @@
-"""One optimizer step: backward, the gradient-sync hook from outside, a gradient check, the optimizer.
+"""One optimizer step: forward and backward, the gradient-sync hook from outside, a gradient check, the optimizer.
+
+The forward and backward is ``forward_backward(batches, scale)``: by default the loss terms of this rank's
+batches, in ``training.accumulate`` micro-steps (gradient accumulation: each constraint's points cut into k
+row blocks, each block's terms already divided by the global denominators, so the accumulated gradient is
+that of the whole batch; the peak memory is that of one block), under the ``autocast`` context if one is
+given, times the loss scale.  ``elecsolver.parallel`` may replace it (a pipeline schedule).
 
 The hook ``sync_gradients(params)`` is supplied by the caller (``elecsolver.parallel`` for data
 parallelism; the identity on one process), so a model that ``parallel/`` has transformed (sharded,
@@ -17,6 +23,7 @@ and the synced gradients, so every rank takes the same iterates.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Sequence
 
@@ -28,28 +35,51 @@ __all__ = ["Step"]
 
 
 class Step:
-    """Backward, sync, check and update for a list of parameters.
+    """Forward and backward, sync, check and update for a list of parameters.
 
     Parameters
     ----------
     params : list of Parameter
     options : TrainingOptions
-    loss_fn : callable
-        ``loss_fn() -> Tensor [n_terms]``: this rank's share of each loss term.
+    terms_fn : callable
+        ``terms_fn(batches) -> Tensor [n_terms]``: this rank's share of each loss term on ``batches``.
+    batches_fn : callable
+        ``batches_fn() -> list`` of (points [n, d], normals or None, weights [n] or None, denominator), the
+        batches of the current step, one per loss term.
     sync_gradients : callable
         ``sync_gradients(params)``: gradients summed over ranks, in place.
     all_reduce_sum : callable
         Sums a tensor over ranks (for the reported loss and the L-BFGS closure).
     check_gradients : callable, optional
         ``check_gradients(params) -> bool``; False skips the update.
+    forward_backward : callable, optional
+        ``forward_backward(batches, scale) -> Tensor [n_terms]`` (detached local terms, gradients accumulated);
+        default: :meth:`accumulated`.
+    make_optimizer : callable, optional
+        ``make_optimizer(params, options, compiled) -> Optimizer`` instead of the one ``options`` names.
+    loss_scaler : object, optional
+        Dynamic loss scaling (see :class:`~elecsolver.training.context.RunContext`); its ``check`` replaces
+        ``check_gradients``.
+    autocast : callable, optional
+        ``autocast() -> context manager`` around the forward.
+    optimizer_state_dict : callable, optional
+        Collective ``optimizer_state_dict(optimizer) -> dict or None`` for checkpoints.
     """
 
-    def __init__(self, params: Sequence[torch.nn.Parameter], options, loss_fn: Callable[[], torch.Tensor],
-                 sync_gradients: Callable, all_reduce_sum: Callable, check_gradients: Callable | None = None):
-        self.params, self.options, self.loss_fn = list(params), options, loss_fn
-        self.sync, self.all_reduce_sum, self.check = sync_gradients, all_reduce_sum, check_gradients
+    def __init__(self, params: Sequence[torch.nn.Parameter], options, terms_fn: Callable, batches_fn: Callable,
+                 sync_gradients: Callable, all_reduce_sum: Callable, check_gradients: Callable | None = None, *,
+                 forward_backward: Callable | None = None, make_optimizer: Callable | None = None,
+                 loss_scaler=None, autocast: Callable | None = None, optimizer_state_dict: Callable | None = None):
+        self.params, self.options = list(params), options
+        self.terms_fn, self.batches_fn = terms_fn, batches_fn
+        self.sync, self.all_reduce_sum = sync_gradients, all_reduce_sum
+        self.scaler = loss_scaler
+        self.check = loss_scaler.check if loss_scaler is not None else check_gradients
+        self.autocast = autocast or contextlib.nullcontext
+        self.forward_backward = forward_backward or self.accumulated
+        self._optimizer_state_dict = optimizer_state_dict
         self.compiled = bool(options.compile)
-        self.optimizer = make_optimizer(self.params, options, compiled=self.compiled)
+        self.optimizer = (make_optimizer or _make_optimizer)(self.params, options, self.compiled)
         self.scheduler = make_schedule(self.optimizer, options)
         self.skipped = 0
         self._update = self.optimizer.step
@@ -60,11 +90,25 @@ class Step:
             optimizer = self.optimizer
             self._update = torch.compile(lambda: update(optimizer), fullgraph=True)
 
+    def accumulated(self, batches: list, scale: float = 1.0) -> torch.Tensor:
+        """The default forward and backward: ``training.accumulate`` micro-steps over row blocks of every
+        batch; returns the detached local terms [n_terms] (the same as one pass, to round-off)."""
+        k = getattr(self.options, "accumulate", 1)
+        total = None
+        for j in range(k):
+            part = batches if k == 1 else [_rows(b, j, k) for b in batches]
+            with self.autocast():
+                terms = self.terms_fn(part)
+            loss = terms.sum()
+            (loss * scale if scale != 1.0 else loss).backward()
+            total = terms.detach() if total is None else total + terms.detach()
+        return total.to(torch.float64) if total.dtype in (torch.float16, torch.bfloat16) else total
+
     def _backward(self) -> torch.Tensor:
         # compiled: gradients are assigned, not accumulated into zeroed buffers (fewer kernels)
         self.optimizer.zero_grad(set_to_none=self.compiled)
-        terms = self.loss_fn()
-        terms.sum().backward()
+        scale = float(self.scaler.scale) if self.scaler is not None else 1.0
+        terms = self.forward_backward(self.batches_fn(), scale)
         self.sync(self.params)
         return terms
 
@@ -96,8 +140,31 @@ class Step:
         return float(self.scheduler.get_last_lr()[0])
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+        """The optimizer, schedule and loss-scale state (collective when the optimizer is sharded: call it on
+        every rank; the optimizer entry is None on ranks that do not write the checkpoint)."""
+        opt = self._optimizer_state_dict(self.optimizer) if self._optimizer_state_dict else self.optimizer.state_dict()
+        out = {"optimizer": opt, "scheduler": self.scheduler.state_dict(), "skipped": self.skipped}
+        if self.scaler is not None:
+            out["loss_scaler"] = self.scaler.state_dict()
+        return out
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        self.skipped = state.get("skipped", 0)
+        if self.scaler is not None and "loss_scaler" in state:
+            self.scaler.load_state_dict(state["loss_scaler"])
+
+
+def _rows(batch: tuple, j: int, k: int) -> tuple:
+    """Row block j of k of a batch (points, normals, weights, denominator); the denominator stays global."""
+    pts, nrm, w, denom = batch
+
+    def cut(t):
+        return None if t is None else torch.tensor_split(t, k, dim=0)[j]
+
+    return cut(pts), cut(nrm), cut(w), denom
+
+
+def _make_optimizer(params, options, compiled):
+    return make_optimizer(params, options, compiled=compiled)

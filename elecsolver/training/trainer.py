@@ -88,7 +88,7 @@ class Trainer:
         self.problem, self.options = problem, problem.training
         self.ctx = context if context is not None else RunContext.from_comm(comm)
         launched = launched_world_size()
-        if self.ctx.world == 1 and launched > 1:
+        if self.ctx.world * self.ctx.model_parallel == 1 and launched > 1:
             raise ConfigError(f"this process is one of {launched} ranks started by a launcher (mpirun, torchrun or "
                               "srun), but the Trainer has no data-parallel context, so every rank would train its own "
                               "copy; use elecsolver.train(problem), or run one process")
@@ -108,8 +108,16 @@ class Trainer:
         self._terms_fn = self._terms
         if self.options.compile:
             self._terms_fn = torch.compile(self._terms, fullgraph=True)
-        self.stepper = Step(self.params, self.options, self.loss_terms, self.ctx.sync_gradients,
-                            self.ctx.all_reduce_sum, check_gradients)
+        ctx = self.ctx
+        forward_backward = None
+        if ctx.make_forward_backward is not None:
+            forward_backward = ctx.make_forward_backward(self.constraints, problem.inputs, problem.outputs,
+                                                         self.options.derivatives)
+        self.stepper = Step(self.params, self.options, self._terms_fn, self._batches_now, ctx.sync_gradients,
+                            ctx.all_reduce_sum, check_gradients, forward_backward=forward_backward,
+                            make_optimizer=ctx.make_optimizer, loss_scaler=ctx.loss_scaler, autocast=ctx.autocast,
+                            optimizer_state_dict=ctx.optimizer_state_dict)
+        self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
         self.history: list[dict] = []
         self.check_residuals()
@@ -124,6 +132,7 @@ class Trainer:
             Naming the loss term and what to fix.
         """
         p = self.problem
+        model = self.ctx.check_model if self.ctx.check_model is not None else self.model
         for c in self.constraints:
             cloud = c.sample(0, 0.0)
             pts, nrm = self.points.tensor(cloud.points[:n]), self.points.tensor(
@@ -131,7 +140,7 @@ class Trainer:
             if pts.shape[0] == 0:
                 continue
             try:
-                constraint_residual(self.model, c, pts, nrm, p.inputs, p.outputs, self.options.derivatives)
+                constraint_residual(model, c, pts, nrm, p.inputs, p.outputs, self.options.derivatives)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
 
@@ -147,9 +156,11 @@ class Trainer:
     # loss -------------------------------------------------------------------------------------
     def loss_terms(self) -> torch.Tensor:
         """This rank's share of every weighted loss term at the current step, [n_constraints]."""
-        batches = [(b.points, b.normals, b.weights, b.denom_t if self.options.compile else max(b.denom, 1e-300))
-                   for b in self.points.at(self.step)]
-        return self._terms_fn(batches)
+        return self._terms_fn(self._batches_now())
+
+    def _batches_now(self) -> list[tuple]:
+        return [(b.points, b.normals, b.weights, b.denom_t if self.options.compile else max(b.denom, 1e-300))
+                for b in self.points.at(self.step)]
 
     def _terms(self, batches: list) -> torch.Tensor:
         p = self.problem
@@ -194,12 +205,25 @@ class Trainer:
         return added
 
     # evaluation --------------------------------------------------------------------------------
+    def gather(self) -> nn.Module:
+        """Collective (every rank calls it): make :attr:`eval_model` an ordinary one-device network equal to the
+        trained model now (the model itself unless ``parallel/`` sharded or split it)."""
+        self._eval_model = self.ctx.gather_model(self.model) if self.ctx.gather_model is not None else None
+        return self.eval_model
+
+    @property
+    def eval_model(self) -> nn.Module:
+        """The network that :meth:`predict` evaluates: the model, or its gathered copy (see :meth:`gather`)."""
+        return self._eval_model if self._eval_model is not None else self.model
+
     @torch.no_grad()
     def predict(self, times: np.ndarray | None = None, chunk: int = 65536):
-        """The network's fields on the problem's output sites (at ``times``, default all), SI, as a FieldSet."""
+        """The network's fields on the problem's output sites (at ``times``, default all), SI, as a FieldSet.
+
+        Under tensor or pipeline parallelism call :meth:`gather` on every rank first."""
         from ..evaluation import evaluate_fieldset
 
-        return evaluate_fieldset(self.model, self.problem, times, self.device, self.dtype, chunk)
+        return evaluate_fieldset(self.eval_model, self.problem, times, self.device, self.dtype, chunk)
 
     # loop ---------------------------------------------------------------------------------------
     def train(self, stop_after: int | None = None) -> None:
@@ -245,6 +269,8 @@ class Trainer:
                     maxinterval=max(10.0, interval))
 
     def _log(self, loss: float, terms: list[float]) -> None:
+        if self.ctx.gather_model is not None:
+            self.gather()  # collective: every rank, whether or not it holds the reference
         if not self.ctx.is_writer:
             return
         row = {"step": self.step, "loss": loss}
@@ -265,7 +291,7 @@ class Trainer:
     # checkpoints ----------------------------------------------------------------------------------
     @property
     def checkpoint_path(self) -> Path | None:
-        return None if self.out_dir is None else self.out_dir / "checkpoint.pt"
+        return None if self.out_dir is None else self.out_dir / self.ctx.checkpoint_name
 
     def state_dict(self) -> dict:
         """Everything a resume needs to continue bit for bit."""
@@ -278,11 +304,19 @@ class Trainer:
         }
 
     def save_checkpoint(self) -> None:
-        """Write ``checkpoint.pt`` atomically into ``out_dir`` (the writer rank only)."""
-        if not self.ctx.is_writer or self.checkpoint_path is None:
+        """Write the checkpoint atomically into ``out_dir`` (``checkpoint.pt``; under tensor or pipeline parallelism
+        one file per shard, named by the context).  Collective when the optimizer state is sharded."""
+        if self.checkpoint_path is None:
             return
-        with atomic_path(self.checkpoint_path) as tmp:
-            torch.save(self.state_dict(), tmp)
+        if self.ctx.optimizer_state_dict is not None:
+            state = self.state_dict()  # every rank: the sharded optimizer consolidates
+        elif not self.ctx.checkpoint_writer:
+            return
+        else:
+            state = self.state_dict()
+        if self.ctx.checkpoint_writer:
+            with atomic_path(self.checkpoint_path) as tmp:
+                torch.save(state, tmp)
 
     def load_checkpoint(self, path: str | os.PathLike | None = None) -> None:
         """Continue from a checkpoint written by :meth:`save_checkpoint`.
