@@ -48,6 +48,21 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="run the training step through torch.compile (same numbers as eager, faster steps; "
                         "the first step compiles, tens of seconds)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    g = r.add_argument_group("parallelism (docs/parallel.md; dp x tp x pp must equal the number of ranks)")
+    g.add_argument("--dp", type=int, help="data-parallel ranks (default: ranks / (tp x pp))")
+    g.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: hidden layers sharded (default 1)")
+    g.add_argument("--pp", type=int, default=1, help="pipeline stages: the body cut into pp parts (default 1)")
+    g.add_argument("--microbatches", type=int, help="pipeline micro-batches per step (default 2 x pp)")
+    g.add_argument("--schedule", default="1f1b", help="pipeline schedule: 1f1b (default) or gpipe")
+    g.add_argument("--zero", action="store_true", help="shard Adam's state over the data-parallel ranks (ZeRO-1)")
+    g.add_argument("--recompute", action="store_true",
+                   help="recompute activations in the backward pass (less memory, about 1.3x the time)")
+    g.add_argument("--precision", default="fp32",
+                   help="fp32 (default), bf16 or fp16 (autocast on the value channel; fp16 scales the loss)")
+    g.add_argument("--accumulate", type=int, metavar="K",
+                   help="gradient accumulation: each step in K micro-steps (same step, memory of 1/K of the batch)")
+    g.add_argument("--profile", action="store_true",
+                   help="profile the first steps: split of step time between compute and communication")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,6 +139,8 @@ def _configure(cls, args):
             training["seed"] = args.seed
         if args.dtype is not None:
             training["dtype"] = args.dtype
+        if getattr(args, "accumulate", None) is not None:
+            training["accumulate"] = args.accumulate
         config = apply_overrides(config, args.overrides)
         if args.compile:
             config["training"]["compile"] = True
@@ -161,15 +178,49 @@ def _check_args(args) -> Path:
 
 
 def _setup_logging(rank: int, quiet: bool) -> None:
+    """Rank 0 logs INFO to stderr (WARNING with --quiet); other ranks only warnings.  Every rank's INFO log also
+    goes to its own file once the output folder exists (:func:`_log_to_file`)."""
     level = logging.WARNING if quiet or rank != 0 else logging.INFO
     prefix = f"[rank {rank}] " if rank else ""
-    logging.basicConfig(level=level, format=f"%(asctime)s {prefix}%(levelname)s %(name)s: %(message)s",
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {prefix}%(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S", force=True)
+    for h in logging.getLogger().handlers:
+        h.setLevel(level)
+
+
+def _log_to_file(out: Path, rank: int) -> Path:
+    """Add ``out/logs/rank<r>.log`` (INFO and above, this rank) to the root logger; returns its path."""
+    path = out / "logs" / f"rank{rank}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_elecsolver_rank_file", False):
+            root.removeHandler(h)
+            h.close()
+    handler = logging.FileHandler(path, mode="a")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter(f"%(asctime)s [rank {rank}] %(levelname)s %(name)s: %(message)s",
+                                           datefmt="%H:%M:%S"))
+    handler._elecsolver_rank_file = True
+    root.addHandler(handler)
+    return path
 
 
 # training ------------------------------------------------------------------------------------------
+def _parallel_options(args):
+    from .config import ConfigError
+    from .parallel.strategy import ParallelOptions
+
+    try:
+        return ParallelOptions(dp=args.dp, tp=args.tp, pp=args.pp, microbatches=args.microbatches,
+                               schedule=args.schedule, zero=args.zero, recompute=args.recompute,
+                               precision=args.precision, profile=args.profile)
+    except (TypeError, ConfigError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", preset: str | None = None,
-          resume: bool = False, stop_after: int | None = None, quiet: bool = False) -> dict | None:
+          resume: bool = False, stop_after: int | None = None, quiet: bool = False, parallel=None) -> dict | None:
     """Train ``problem`` and write its outputs: data parallel over the ranks a launcher started.
 
     Under ``mpirun``, ``torchrun`` or ``srun`` every rank calls this with the same problem; the ranks join
@@ -192,6 +243,9 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         Train up to this step, checkpoint and return None.
     quiet : bool
         No progress bar, warnings only.
+    parallel : ParallelOptions or dict, optional
+        Tensor / pipeline / data parallel sizes, ZeRO, recompute, precision, profiling
+        (:class:`elecsolver.parallel.ParallelOptions`; default: data parallel over all ranks, fp32).
 
     Returns
     -------
@@ -202,29 +256,41 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     ------
     ResumeError, LaunchError
         For a checkpoint that does not fit or ranks that cannot meet.
+    ConfigError
+        For parallel options that clash or do not fit the number of ranks (before any group is joined).
     """
     from .export import export_run
-    from .parallel.data_parallel import apply_data_parallel, init_data_parallel, shutdown
-    from .training.trainer import Trainer, build_model
+    from .parallel.data_parallel import init_data_parallel, shutdown
+    from .parallel.strategy import ParallelOptions, apply_parallelism
+    from .training.context import launched_world_size
+    from .training.trainer import Trainer
 
     out = Path(out)
-    comm, info, dev = init_data_parallel(device)
+    options = ParallelOptions.coerce(parallel)
+    options.validate(problem.training, launched_world_size())  # one clear line before any rank waits for another
+    comm, info, dev = init_data_parallel(device, timeout_s=options.timeout_s)
     _setup_logging(info.rank, quiet)
     try:
         reference = problem.reference() if info.rank == 0 else None
-        model = build_model(problem, dev)
-        context = apply_data_parallel(model, comm)
+        model, context = apply_parallelism(problem, comm, dev, options)
         trainer = Trainer(problem, model, context, device=str(dev), out_dir=out, reference=reference,
                           progress=not quiet)  # checks every residual: nothing is written before this
         if context.is_writer:
             out.mkdir(parents=True, exist_ok=True)
+        context.barrier()
+        _log_to_file(out, info.rank)
         if resume:
             trainer.load_checkpoint(out / "checkpoint.pt")
             log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.steps)
+        if options.profile:
+            from .parallel.profiling import profile_steps
+
+            profile_steps(trainer, stop_after)
         trainer.train(stop_after=stop_after)
         if trainer.step < problem.training.steps:
             log.info("stopped at step %d; continue with --resume", trainer.step)
             return None
+        trainer.gather()  # collective: the writer evaluates a one-device copy of a sharded or split network
         metrics = export_run(trainer, reference, out, preset or type(problem).default_preset) \
             if context.is_writer else None
         context.barrier()
@@ -238,8 +304,9 @@ def run(args, cls=None) -> dict | None:
     cls = cls if cls is not None else load_problem_class(args.problem)
     problem = _configure(cls, args)
     out = _check_args(args)
+    parallel = _parallel_options(args)
     return train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
-                 stop_after=args.stop_after, quiet=args.quiet)
+                 stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
 
 
 def _report(metrics: dict | None) -> None:

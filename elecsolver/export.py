@@ -34,7 +34,8 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
     dict
         The metrics written to metrics.json: problem, preset, steps, wall_s (training wall time in s),
         points_per_s (collocation points per second of training), rel_l2 {window: {field: error}} (empty
-        without a reference).
+        without a reference), world_size (all ranks), parallel (the strategy's options, empty for data
+        parallelism alone).
     """
     problem, out = trainer.problem, Path(out_dir)
     fields = trainer.predict()
@@ -46,7 +47,8 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         "points_per_s": trainer.points_processed / trainer.wall_s if trainer.wall_s > 0 else 0.0,
         "rel_l2": problem.metrics(fields, reference) if reference is not None else {},
         "package_version": __version__,
-        "world_size": trainer.ctx.world,
+        "world_size": trainer.ctx.world * trainer.ctx.model_parallel,
+        "parallel": trainer.ctx.extra.get("parallel", {}),
         "dtype": trainer.options.dtype,
         "device": str(trainer.device),
     }

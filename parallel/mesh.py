@@ -37,9 +37,9 @@ def _check_sizes(dp: int, tp: int, pp: int, world: int) -> None:
         if not isinstance(n, int) or n < 1:
             raise MeshError(f"--{name} must be a positive integer, got {n!r}")
     if dp * tp * pp != world:
-        raise MeshError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp}, but {world} ranks were started; "
+        raise MeshError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp}, but {world} rank{'s were' if world != 1 else ' was'} started; "
                         f"choose sizes whose product is {world} (e.g. --tp {tp} --pp {pp} with "
-                        f"{tp * pp} x k ranks, or omit --dp to let it be world / (tp x pp))")
+                        f"{tp * pp} x k ranks, or omit --dp to let it be ranks / (tp x pp))")
 
 
 @dataclass
@@ -75,11 +75,7 @@ class DeviceMesh:
             self.world = dist.get_world_size() if initialised else 1
         if self.rank is None:
             self.rank = dist.get_rank() if initialised else 0
-        if self.dp is None:
-            if self.world % (self.tp * self.pp):
-                _check_sizes(max(1, self.world // (self.tp * self.pp)), self.tp, self.pp, self.world)
-            self.dp = self.world // (self.tp * self.pp)
-        _check_sizes(self.dp, self.tp, self.pp, self.world)
+        self.dp, self.tp, self.pp = self.sizes(self.dp, self.tp, self.pp, self.world)
         rest, self.tp_index = divmod(self.rank, self.tp)
         self.pp_index, self.dp_index = divmod(rest, self.dp)
         if self.world > 1:
@@ -87,6 +83,20 @@ class DeviceMesh:
                 raise MeshError("a mesh over several ranks needs the world process group: call "
                                 "elecsolver.parallel.init_data_parallel() first")
             self._make_groups()
+
+    @staticmethod
+    def sizes(dp: int | None, tp: int, pp: int, world: int) -> tuple[int, int, int]:
+        """(dp, tp, pp) with ``dp=None`` resolved to world / (tp pp), checked against ``world`` (no groups made).
+
+        Raises
+        ------
+        MeshError
+            As the constructor.
+        """
+        if dp is None:
+            dp = max(1, world // (tp * pp)) if isinstance(tp, int) and isinstance(pp, int) and tp * pp > 0 else 1
+        _check_sizes(dp, tp, pp, world)
+        return dp, tp, pp
 
     # layout ---------------------------------------------------------------------------------------
     def global_rank(self, pp_index: int, dp_index: int, tp_index: int) -> int:

@@ -143,7 +143,7 @@ class ParallelOptions:
         if not self.timeout_s > 0:
             raise ConfigError(f"the process-group timeout must be positive, got {self.timeout_s}")
         try:
-            DeviceMesh(self.dp, self.tp, self.pp, rank=0, world=world)  # sizes only (no groups on a 1-rank check)
+            DeviceMesh.sizes(self.dp, self.tp, self.pp, world)  # sizes only: no group is made here
         except MeshError as exc:
             raise ConfigError(str(exc)) from None
         wants = [name for name, on in (("--tp", self.tp > 1), ("--pp", self.pp > 1), ("--zero", self.zero),

@@ -46,6 +46,9 @@ def main() -> None:
     if "interior" in options:
         cfg["sampling"]["interior"] = options["interior"]
     problem = type(problem)(cfg)
+    if "only" in options:  # keep only these loss terms (e.g. a derivative-only loss)
+        keep, full = options["only"], problem.constraints
+        problem.constraints = lambda: [c for c in full() if c.name in keep]
     model, ctx = apply_parallelism(problem, comm, dev, options.get("parallel"))
     trainer = Trainer(problem, model, ctx, shard_sizes=options.get("shard_sizes") or None, progress=False)
     steps = options.get("steps", 5)

@@ -91,6 +91,18 @@ def test_two_ranks_equal_one_process(tmp_path, single, parallel):
     assert_equal_runs(merged(run_strategy(tmp_path, 2, {"parallel": parallel}, "two")), single)
 
 
+def test_derivative_only_loss_gives_every_rank_the_same_gradient(tmp_path):
+    """Only the Maxwell residual (derivatives of the fields; the output bias gets no gradient from it on any point):
+    under dp=2 every parameter, the output bias included, has bit-identical gradients and values on both ranks."""
+    ranks = run_strategy(tmp_path, 2, {"only": ["pde"], "steps": 2}, "deriv")
+    grads = [k for k in ranks[0] if k.startswith(("g:", "p:"))]
+    assert "g:body.6.bias" in grads
+    for k in grads:
+        assert np.array_equal(ranks[0][k], ranks[1][k]), k
+    assert np.linalg.norm(ranks[0]["g:body.6.bias"]) == 0.0  # derivative-only: the bias is untouched ...
+    assert np.linalg.norm(ranks[0]["g:body.6.weight"]) > 0   # ... the weights are not
+
+
 def test_recompute_equals_plain(tmp_path, single):
     assert_equal_runs(merged(run_strategy(tmp_path, 1, {"parallel": {"recompute": True}}, "rc")), single)
 

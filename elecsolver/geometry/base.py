@@ -10,6 +10,24 @@ Sampling is deterministic: the same arguments give the same points in every proc
 points of a shape without a direct map are drawn by rejection from its bounding box, taking the first
 ``n`` accepted points of one sequence of the given method (for Sobol and Halton that is a prefix of
 a low-discrepancy sequence restricted to the domain).
+
+Local parts (``part=Part(rank, world)`` on the samplers, or an active
+:func:`elecsolver.sampling.local_part` block): a draw of ``n`` points returns only part ``rank`` of
+``world`` parts of equal measure, with ``Part.count(n)`` points (the balanced share, so the counts add
+up to ``n``) of the same weight as a global draw's (measure / n), drawn from ``Part.seed(seed)``; the
+union over the parts is distributed like a global draw (uniform in measure).  The parts:
+
+- interior (and the initial slice of a space-time domain): boxes :meth:`Domain.part_box` from
+  recursive bisection of the bounding box, along its longest side, with the cut placed so that the
+  two sides hold measures in proportion to their numbers of parts (exact for boxes; else the quantile
+  of a fixed Sobol reference cloud of at least 2^16 points inside the domain, so equal to that
+  accuracy); a part's points are drawn by rejection from its box (a box: directly), O(n / world);
+- boundary of a primitive (patches): equal intervals of the first boundary coordinate, which picks
+  the patch by measure and the position along it, so a part is a run of patches and pieces of
+  patches in the domain's patch order, of measure exactly 1/world of the selected boundary; O(n / world);
+- boundary of a CSG result or a mesh: no local parts; the part is cut from the whole cloud (drawn from
+  ``seed`` itself) by recursive coordinate bisection of its spatial columns, as the exact sharding
+  does (O(n), reported as ``PartDraw.whole``).
 """
 
 from __future__ import annotations
@@ -20,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sampling import METHODS, PointCloud, derive_seed, unit_samples
+from ..sampling import METHODS, Part, PartDraw, PointCloud, active_part, derive_seed, unit_samples
 
 __all__ = ["BOUNDARY_METHODS", "INTERIOR_METHODS", "Domain", "Patch", "PatchDomain", "TaggedCloud"]
 
@@ -79,6 +97,23 @@ def check_method(method: str, allowed: tuple[str, ...], where: str) -> str:
     if method not in allowed:
         raise ValueError(f"unknown {where} sampling method {method!r}; choose one of {allowed}")
     return method
+
+
+def resolve_part(part) -> tuple[Part | None, list | None]:
+    """(part, log) for one draw: ``part`` if given, else the active :func:`~elecsolver.sampling.local_part`'s;
+    the log is the active block's list (or None).
+
+    Raises
+    ------
+    ValueError
+        If ``part`` is neither None nor a :class:`~elecsolver.sampling.Part`.
+    """
+    active = active_part()
+    if part is None:
+        return active if active is not None else (None, None)
+    if not isinstance(part, Part):
+        raise ValueError(f"part must be an elecsolver.sampling.Part(rank, world) or None, got {part!r}")  # noqa: TRY004
+    return part, (active[1] if active is not None else None)
 
 
 def check_dtype(dtype) -> np.dtype:
@@ -206,7 +241,8 @@ class Domain:
         return tuple(t for t in known if t in wanted)
 
     # sampling ---------------------------------------------------------------------------
-    def sample_interior(self, n: int, method: str = "uniform", seed: int = 0, dtype=np.float64) -> TaggedCloud:
+    def sample_interior(self, n: int, method: str = "uniform", seed: int = 0, dtype=np.float64,
+                        part: Part | None = None) -> TaggedCloud:
         """Points in the domain.
 
         Parameters
@@ -220,20 +256,30 @@ class Domain:
         seed : int
             Seed; the same seed gives the same points (ignored by "grid").
         dtype : float32 or float64
+        part : Part, optional
+            Only this part of the domain (see the module docstring); default: the active
+            :func:`~elecsolver.sampling.local_part`'s, else the whole domain.
 
         Returns
         -------
         TaggedCloud
-            ``points`` [n, d] of ``dtype`` (m), ``weights`` float64 [n] = measure / n, no normals.
+            ``points`` [n, d] of ``dtype`` (m), ``weights`` float64 [n] = measure / n, no normals (with a
+            part: ``part.count(n)`` points in :meth:`part_box`, weights still measure / n).
 
         Raises
         ------
         ValueError
-            For a bad ``n``, method or dtype, or an empty domain.
+            For a bad ``n``, method or dtype, or an empty domain; ``"grid"`` with a part.
         """
         n = check_count(n)
         check_method(method, INTERIOR_METHODS, "interior")
         dt = check_dtype(dtype)
+        part, log = resolve_part(part)
+        if part is not None:
+            cloud, draw = self._interior_part_cloud(n, method, int(seed), dt, part)
+            if log is not None:
+                log.append(draw)
+            return cloud
         if n == 0:
             pts = np.zeros((0, self.dim))
         elif method == "grid":
@@ -251,6 +297,7 @@ class Domain:
         seed: int = 0,
         tags: Iterable[str] | str | None = None,
         dtype=np.float64,
+        part: Part | None = None,
     ) -> TaggedCloud:
         """Points on the boundary, uniform with respect to boundary length (2D) or area (3D).
 
@@ -263,13 +310,17 @@ class Domain:
         tags : str or iterable of str, optional
             Sample only these boundary parts (default all).
         dtype : float32 or float64
+        part : Part, optional
+            Only this part of the boundary (see the module docstring); default: the active
+            :func:`~elecsolver.sampling.local_part`'s, else the whole boundary.
 
         Returns
         -------
         TaggedCloud
             ``points`` [n, d] (m); ``normals`` [n, d] outward unit normals (length 1 within 1e-12
             in float64, 1e-6 in float32; at a corner the normalised mean of the faces' normals);
-            ``tags`` str [n]; ``weights`` float64 [n] = boundary measure / n.
+            ``tags`` str [n]; ``weights`` float64 [n] = boundary measure / n (with a part:
+            ``part.count(n)`` points, weights still boundary measure / n).
 
         Raises
         ------
@@ -282,6 +333,12 @@ class Domain:
         sel = self.select_tags(tags)
         if not sel:
             raise ValueError("this domain has no boundary parts to sample (for a MeshDomain pass boundary_groups)")
+        part, log = resolve_part(part)
+        if part is not None:
+            cloud, draw = self._boundary_part_cloud(n, method, int(seed), sel, dt, part)
+            if log is not None:
+                log.append(draw)
+            return cloud
         if n == 0:
             return TaggedCloud(np.zeros((0, self.dim), dt), np.zeros((0, self.dim), dt), np.zeros(0),
                                np.zeros(0, dtype=str))
@@ -291,6 +348,109 @@ class Domain:
         pts, nrm, tg = self._boundary(n, method, int(seed), sel)
         return TaggedCloud(pts.astype(dt), unit_normals(nrm, dt), np.full(n, bm / n), np.asarray(tg, dtype=str))
 
+    # local parts ------------------------------------------------------------------------
+    def _space_dim(self) -> int:
+        """Number of spatial columns (the leading ones)."""
+        return self.dim
+
+    def part_box(self, rank: int, world: int) -> tuple[np.ndarray, np.ndarray]:
+        """The box ``(lo, hi)`` over the spatial columns that holds part ``rank`` of ``world`` of the interior.
+
+        Recursive bisection of the bounding box: the longest side of the current box is cut so that the
+        two sides hold measures in proportion to their numbers of parts (the first ``world // 2`` parts on
+        the low side, as :func:`elecsolver.sharding.partition` does); the boxes are disjoint (half-open)
+        and tile the bounding box.  Deterministic and cached, so every rank computes the same cuts.
+
+        Raises
+        ------
+        ValueError
+            Unless 0 <= rank < world, or for a flat bounding box.
+        """
+        part = Part(rank, world)
+        cache = self.__dict__.setdefault("_part_boxes", {})
+        key = (part.rank, part.world)
+        if key not in cache:
+            lo, hi = (np.array(a, dtype=np.float64) for a in self.bbox())
+            if np.any(hi <= lo):
+                raise ValueError("the domain is empty or flat (its bounding box has no volume): no interior parts")
+            first, m = 0, part.world
+            while m > 1:
+                k = m // 2
+                axis = int(np.argmax(hi - lo))
+                c = float(np.clip(self._cut(lo, hi, axis, k / m, part.world), lo[axis], hi[axis]))
+                if part.rank < first + k:
+                    hi[axis], m = c, k
+                else:
+                    lo[axis], first, m = c, first + k, m - k
+            cache[key] = (lo, hi)
+        lo, hi = cache[key]
+        return lo.copy(), hi.copy()
+
+    def _cut(self, lo: np.ndarray, hi: np.ndarray, axis: int, frac: float, world: int) -> float:
+        """Where to cut the box [lo, hi) along ``axis`` so that ``frac`` of the domain's measure in the box lies
+        below: the quantile of the reference cloud's points in the box (the middle when it holds too few)."""
+        ref = self._part_reference(world)
+        x = ref[np.all((ref >= lo) & (ref < hi), axis=1), axis]
+        if len(x) < 2:
+            return float(lo[axis] + frac * (hi[axis] - lo[axis]))
+        return float(np.quantile(x, frac))
+
+    def _part_reference(self, world: int) -> np.ndarray:
+        """The points inside of max(2^16, 256 world) (a power of two) Sobol points in the bounding box (fixed
+        seed, cached): the measure estimate the cuts of :meth:`part_box` are quantiles of."""
+        m = 1 << max(16, math.ceil(math.log2(256 * world)))
+        cache = self.__dict__.setdefault("_part_refs", {})
+        if m not in cache:
+            lo, hi = self.bbox()
+            pts = lo + unit_samples(m, self.dim, "sobol", derive_seed(0, "part-reference")) * (hi - lo)
+            cache[m] = pts[self.contains(pts)]
+        return cache[m]
+
+    def _interior_part(self, k: int, method: str, seed: int, part: Part) -> np.ndarray:
+        """``k`` points of the part's interior [k, d] (default: rejection from :meth:`part_box`)."""
+        return self._rejection(k, method, seed, self.part_box(part.rank, part.world))
+
+    def _interior_part_cloud(self, n: int, method: str, seed: int, dt, part: Part) -> tuple[TaggedCloud, PartDraw]:
+        """The part's share of an n-point interior draw and its report (``n``, method, dtype checked)."""
+        if method == "grid":
+            raise ValueError("a regular grid has no local parts; sample with a sequence method (sobol, halton, lhs, "
+                             "uniform)")
+        k = part.count(n)
+        pts = self._interior_part(k, method, part.seed(seed), part) if k else np.zeros((0, self.dim))
+        w = self.measure() / n if n else 0.0
+        return TaggedCloud(pts.astype(dt), None, np.full(k, w)), PartDraw("interior", n, k, w)
+
+    def _boundary_part(self, k: int, method: str, seed: int, tags: tuple[str, ...], part: Part):
+        """``k`` points of the part of the boundary parts ``tags`` (points, normals, tags), or None where the
+        domain has no local boundary parts (default)."""
+        return None
+
+    def _boundary_part_cloud(self, n: int, method: str, seed: int, sel: tuple[str, ...], dt,
+                             part: Part) -> tuple[TaggedCloud, PartDraw]:
+        """The part's share of an n-point boundary draw and its report (``n``, method, dtype, tags checked)."""
+        from ..sharding import shard_indices
+
+        k, s = part.count(n), self._space_dim()
+        if n == 0:
+            return (TaggedCloud(np.zeros((0, self.dim), dt), np.zeros((0, s), dt), np.zeros(0), np.zeros(0, dtype=str)),
+                    PartDraw("boundary", 0, 0, 0.0))
+        bm = self.boundary_measure(sel)
+        if not bm > 0:
+            raise ValueError(f"the boundary parts {list(sel)} of this domain have zero measure: nothing to sample")
+        whole = False
+        if k == 0:
+            pts, nrm, tg = np.zeros((0, self.dim)), np.zeros((0, s)), np.zeros(0, dtype=str)
+        else:
+            got = self._boundary_part(k, method, part.seed(seed), sel, part)
+            if got is None:  # no local parts: cut the part from the whole cloud, as the exact sharding does
+                pts, nrm, tg = self._boundary(n, method, seed, sel)
+                idx = shard_indices(pts[:, :s], part.rank, part.world)
+                pts, nrm, tg, whole = pts[idx], nrm[idx], np.asarray(tg)[idx], True
+            else:
+                pts, nrm, tg = got
+        cloud = TaggedCloud(pts.astype(dt), unit_normals(nrm, dt), np.full(k, bm / n), np.asarray(tg, dtype=str))
+        return cloud, PartDraw("boundary", n, k, bm / n, whole)
+
     # hooks ------------------------------------------------------------------------------
     def _fill_guess(self) -> float:
         """Rough fraction of the bounding box the domain fills (first rejection batch size)."""
@@ -299,9 +459,10 @@ class Domain:
     def _interior(self, n: int, method: str, seed: int) -> np.ndarray:
         return self._rejection(n, method, seed)
 
-    def _rejection(self, n: int, method: str, seed: int) -> np.ndarray:
-        """The first ``n`` points of one ``method`` sequence in the bounding box that are inside."""
-        lo, hi = self.bbox()
+    def _rejection(self, n: int, method: str, seed: int, box=None) -> np.ndarray:
+        """The first ``n`` points of one ``method`` sequence in the bounding box (or in ``box`` = (lo, hi))
+        that are inside."""
+        lo, hi = self.bbox() if box is None else box
         if np.any(hi <= lo):
             raise ValueError("the domain is empty or flat (its bounding box has no volume): no interior points")
         m = max(64, int(1.2 * n / max(self._fill_guess(), 1e-3)) + 16)
@@ -412,9 +573,20 @@ class PatchDomain(Domain):
         return float(sum(p.measure for p in self.patches() if p.tag in sel))
 
     def _boundary(self, n, method, seed, tags):
-        patches = [p for p in self.patches() if p.tag in tags and p.measure > 0]
         k = max(self.dim - 1, 1)
         u = unit_samples(n, k, method, derive_seed(seed, "boundary"))
+        return self._map_boundary(u, tags)
+
+    def _boundary_part(self, k, method, seed, tags, part):
+        # the first coordinate runs over the selected patches by measure: part r takes [r, r + 1) / world of it
+        u = unit_samples(k, max(self.dim - 1, 1), method, derive_seed(seed, "boundary"))
+        u[:, 0] = (part.rank + u[:, 0]) / part.world
+        return self._map_boundary(u, tags)
+
+    def _map_boundary(self, u: np.ndarray, tags: tuple[str, ...]):
+        """Boundary points of the parts ``tags`` at parameters ``u`` [n, k] in [0, 1]^k: (points, normals, tags)."""
+        n = len(u)
+        patches = [p for p in self.patches() if p.tag in tags and p.measure > 0]
         cum = np.cumsum([p.measure for p in patches])
         edges = np.concatenate([[0.0], cum / cum[-1]])
         # the first coordinate picks a patch (by measure) and is stretched back to [0, 1] inside it

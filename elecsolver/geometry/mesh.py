@@ -373,12 +373,23 @@ class MeshDomain(Domain):
         return np.einsum("mk,mkj->mj", lam, verts)
 
     def _boundary(self, n, method, seed, tags):
+        u = unit_samples(n, self.dim, method, derive_seed(seed, "boundary"))
+        return self._map_boundary(u, tags)
+
+    def _boundary_part(self, k, method, seed, tags, part):
+        # the first coordinate picks the facet by measure: part r takes [r, r + 1) / world of it (a run of facets
+        # in the file's order, of measure exactly 1/world of the selected boundary)
+        u = unit_samples(k, self.dim, method, derive_seed(seed, "boundary"))
+        u[:, 0] = (part.rank + u[:, 0]) / part.world
+        return self._map_boundary(u, tags)
+
+    def _map_boundary(self, u: np.ndarray, tags: tuple[str, ...]):
+        """Boundary points of the groups ``tags`` at parameters ``u`` [n, d] in [0, 1]^d: (points, normals, tags)."""
         d = self.dim
         f = np.concatenate([self.facets[t] for t in tags])
         nrm_all = np.concatenate([self._facet_normals[t] for t in tags])
         meas = np.concatenate([self._facet_measure[t] for t in tags])
         tg_all = np.concatenate([np.full(len(self.facets[t]), t, dtype=object) for t in tags])
-        u = unit_samples(n, d, method, derive_seed(seed, "boundary"))
         k = self._pick(meas, u[:, 0])
         v = self.points[f[k]]
         if d == 2:

@@ -75,6 +75,16 @@ class _AxisBox(PatchDomain):
 
         return self.lo + unit_samples(n, self.dim, method, seed) * (self.hi - self.lo)
 
+    def _cut(self, lo, hi, axis, frac, world):
+        # the measure in a sub-box is its volume: cut at the fraction of the side (exact)
+        return float(lo[axis] + frac * (hi[axis] - lo[axis]))
+
+    def _interior_part(self, k, method, seed, part):
+        from ..sampling import unit_samples
+
+        lo, hi = self.part_box(part.rank, part.world)
+        return lo + unit_samples(k, self.dim, method, seed) * (hi - lo)
+
     def patches(self) -> list[Patch]:
         out = []
         ext = self.hi - self.lo

@@ -3,9 +3,15 @@
 Points are [N, d + 1] with the spatial columns first and t last.  Boundary clouds lie on the
 spatial boundary (the lateral boundary of the space-time cylinder) and carry the spatial outward
 normals [N, d] and tags; :meth:`TimeDomain.sample_initial` gives points at t = t0.
+
+Local parts (see :mod:`elecsolver.geometry.base`) are the spatial domain's times the whole time window:
+interior and initial parts are ``part_box`` of the spatial domain (cuts on the spatial columns only),
+boundary parts those of the spatial boundary; times are drawn as for a global draw.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,6 +25,7 @@ from .base import (
     check_finite,
     check_method,
     check_points,
+    resolve_part,
 )
 
 __all__ = ["TimeDomain"]
@@ -106,6 +113,30 @@ class TimeDomain(Domain):
         x = self.domain._interior(n, method, derive_seed(seed, "space"))
         return np.column_stack([x, self._times(n, method, seed)])
 
+    def _space_dim(self) -> int:
+        return self.domain.dim
+
+    def part_box(self, rank, world):
+        """The spatial domain's :meth:`~elecsolver.geometry.Domain.part_box` (over the spatial columns)."""
+        return self.domain.part_box(rank, world)
+
+    def _interior_part(self, k, method, seed, part):
+        from .primitives import _AxisBox
+
+        if isinstance(self.domain, _AxisBox):  # as _interior: one (d + 1)-dimensional sequence on the part's box
+            lo, hi = self.domain.part_box(part.rank, part.world)
+            lo, hi = np.append(lo, self.t0), np.append(hi, self.t1)
+            return lo + unit_samples(k, self.dim, method, derive_seed(seed, "space-time")) * (hi - lo)
+        x = self.domain._interior_part(k, method, derive_seed(seed, "space"), part)
+        return np.column_stack([x, self._times(k, method, seed)])
+
+    def _boundary_part(self, k, method, seed, tags, part):
+        got = self.domain._boundary_part(k, method, derive_seed(seed, "space"), tags, part)
+        if got is None:
+            return None
+        x, nrm, tg = got
+        return np.column_stack([x, self._times(k, method, seed)]), nrm, tg
+
     def _grid(self, n):
         # choose the number of time levels so the time step is about the spatial spacing (in the
         # units of the columns), at least 2
@@ -119,7 +150,7 @@ class TimeDomain(Domain):
         x, nrm, tg = self.domain._boundary(n, method, derive_seed(seed, "space"), tags)
         return np.column_stack([x, self._times(n, method, seed)]), nrm, tg
 
-    def sample_boundary(self, n, method="uniform", seed=0, tags=None, dtype=np.float64) -> TaggedCloud:
+    def sample_boundary(self, n, method="uniform", seed=0, tags=None, dtype=np.float64, part=None) -> TaggedCloud:
         """Points (x, t) with x on the spatial boundary, uniform in boundary measure and in t.
 
         Returns
@@ -133,15 +164,16 @@ class TimeDomain(Domain):
         ValueError
             As :meth:`Domain.sample_boundary`.
         """
-        return super().sample_boundary(n, method, seed, tags, dtype)
+        return super().sample_boundary(n, method, seed, tags, dtype, part)
 
-    def sample_initial(self, n: int, method: str = "uniform", seed: int = 0, dtype=np.float64) -> TaggedCloud:
+    def sample_initial(self, n: int, method: str = "uniform", seed: int = 0, dtype=np.float64,
+                       part=None) -> TaggedCloud:
         """Points (x, t0) with x in the spatial domain.
 
         Parameters
         ----------
-        n, method, seed, dtype
-            As :meth:`Domain.sample_interior` of the spatial domain.
+        n, method, seed, dtype, part
+            As :meth:`Domain.sample_interior` of the spatial domain (a part: of the spatial domain's).
 
         Returns
         -------
@@ -155,7 +187,13 @@ class TimeDomain(Domain):
         """
         n = check_count(n)
         check_method(method, INTERIOR_METHODS, "interior")
-        check_dtype(dtype)
-        cloud = self.domain.sample_interior(n, method, derive_seed(seed, "initial"), dtype)
+        dt = check_dtype(dtype)
+        part, log = resolve_part(part)
+        if part is not None:
+            cloud, draw = self.domain._interior_part_cloud(n, method, derive_seed(int(seed), "initial"), dt, part)
+            if log is not None:
+                log.append(replace(draw, kind="initial"))
+        else:
+            cloud = self.domain.sample_interior(n, method, derive_seed(seed, "initial"), dtype)
         pts = np.column_stack([cloud.points, np.full(len(cloud), self.t0, dtype=cloud.points.dtype)])
         return TaggedCloud(pts, None, cloud.weights)

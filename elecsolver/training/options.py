@@ -9,11 +9,13 @@ The trainer reads these objects, never the dict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 
 from ..config import ConfigError
 
-__all__ = ["BASE_CONFIG", "NetworkOptions", "SamplingOptions", "TrainingOptions"]
+__all__ = ["BASE_CONFIG", "SHARD_MODES", "NetworkOptions", "SamplingOptions", "TrainingOptions"]
+
+SHARD_MODES = ("exact", "local")  # sampling.shard, see SamplingOptions
 
 BASE_CONFIG: dict = {
     "network": {"kind": "mlp", "width": 64, "depth": 4, "activation": "tanh", "init": "auto", "output_gain": 0.1,
@@ -21,7 +23,7 @@ BASE_CONFIG: dict = {
                 "input_scaling": True, "hard_initial": False, "hard_pec": False},
     "sampling": {"method": "sobol", "interior": 2000, "boundary": 400, "initial": 400, "resample_every": 100,
                  "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
-                 "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"]},
+                 "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"], "shard": "exact"},
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
@@ -39,10 +41,11 @@ def _block(config: dict, name: str) -> dict:
 def _build(cls, config: dict, name: str):
     block = _block(config, name)
     known = {f.name for f in fields(cls)}
-    missing = sorted(known - set(block))
+    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    missing = sorted(required - set(block))
     if missing:
         raise ConfigError(f"{name} block lacks {missing}")
-    return cls(**{k: block[k] for k in known})
+    return cls(**{k: block[k] for k in known if k in block})  # a key with a default may be absent (older configs)
 
 
 def _at_least(block: str, key: str, value, low) -> None:
@@ -109,7 +112,11 @@ class TrainingOptions:
 
 @dataclass(frozen=True)
 class SamplingOptions:
-    """The ``sampling`` block: method, points per round, resampling, curriculum, adaptive refinement (RAR)."""
+    """The ``sampling`` block: method, points per round, resampling, curriculum, adaptive refinement (RAR), and
+    ``shard``: how the data-parallel ranks get their points, ``"exact"`` (every rank draws the global cloud and
+    keeps its spatial shard: O(N) per rank, the same points at any rank count) or ``"local"`` (every rank draws
+    only its own equal-measure part of each domain, boundary or initial set: O(N / world) per rank, the same
+    distribution and global counts; no RAR), see :mod:`elecsolver.training.points`."""
 
     method: str
     interior: int
@@ -123,6 +130,7 @@ class SamplingOptions:
     rar_pool: int
     rar_add: int
     rar_constraints: list
+    shard: str = "exact"
 
     @classmethod
     def from_config(cls, config: dict) -> SamplingOptions:
@@ -145,6 +153,12 @@ class SamplingOptions:
         _at_least("sampling", "rar_pool", o.rar_pool, 1)
         if not (o.time_ramp >= 0 and 0 < o.time_ramp_start <= 1):
             raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
+        if o.shard not in SHARD_MODES:
+            raise ConfigError(f"sampling.shard must be one of {list(SHARD_MODES)}, got {o.shard!r}")
+        if o.shard == "local" and o.rar_every > 0:
+            raise ConfigError("sampling.shard='local' does not support adaptive refinement (sampling.rar_every > 0: "
+                              "its pool is scored over the global cloud); set sampling.rar_every=0 or "
+                              "sampling.shard='exact'")
         return o
 
 

@@ -9,6 +9,19 @@ every ``sampling.rar_every`` steps a candidate pool of ``sampling.rar_pool`` poi
 constraint in ``sampling.rar_constraints``, its residuals are computed shard by shard and summed over
 ranks, and the ``sampling.rar_add`` points of largest residual (ties broken by index, so every rank picks
 the same) join that constraint for the rest of the run; they are kept in checkpoints.
+
+Local sampling (``sampling.shard = "local"``; the default ``"exact"`` is the above): no rank draws the
+global cloud.  Each constraint's sampler runs inside :func:`elecsolver.sampling.local_part` ``(rank,
+world)``, so every geometry draw it makes returns only this rank's part of its set (equal-measure parts
+from the geometry, see :mod:`elecsolver.geometry.base`), with the balanced share ``Part.count(N)`` of the
+N points asked for, drawn from ``Part.seed(derive_seed(seed, "points", name, round))`` (reproducible, one
+seed per rank and round), and reports the global count N and the weight measure / N of its points.  The
+union over the ranks is distributed like a global draw, with the same global count, the same per-point
+weights and so the same global denominators: ``n_global`` = the sum of the draws' N and ``denom`` = the
+sum of N * weight (= the sets' measures; the count where the cloud has no weights), identical on every rank
+with no communication.  The points differ from the exact mode's (and with the rank count), the loss does in
+expectation only.  RAR and ``shard_sizes`` are refused in this mode (ConfigError); a set with no local
+parts (a CSG or mesh boundary) is cut from its whole cloud (O(N), exact).
 """
 
 from __future__ import annotations
@@ -19,8 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..config import ConfigError
 from ..problem import Constraint
-from ..sampling import PointCloud, derive_seed
+from ..sampling import PointCloud, derive_seed, local_part
 from ..sharding import shard_indices
 
 __all__ = ["Batch", "Points"]
@@ -54,7 +68,12 @@ class Points:
     dtype, device
         Of the tensors handed to the loss.
     shard_sizes : dict, optional
-        Constraint name -> points per rank, to force an uneven split (tests).
+        Constraint name -> points per rank, to force an uneven split (tests; exact mode only).
+
+    Raises
+    ------
+    ConfigError
+        For ``shard_sizes`` with ``sampling.shard = "local"``.
     """
 
     def __init__(self, constraints: Sequence[Constraint], sampling, seed: int, steps: int, rank: int, world: int,
@@ -66,6 +85,10 @@ class Points:
         self.round: int | None = None
         self.batches: list[Batch] = []
         self.added: dict[str, PointCloud] = {}
+        self.local = getattr(sampling, "shard", "exact") == "local"
+        if self.local and self.shard_sizes:
+            raise ConfigError("shard_sizes (forced uneven shards) needs sampling.shard='exact'; in 'local' mode every "
+                              "rank draws its own equal-measure part")
 
     def tensor(self, a: np.ndarray | None) -> torch.Tensor | None:
         return None if a is None else torch.as_tensor(a, dtype=self.dtype, device=self.device)
@@ -76,10 +99,30 @@ class Points:
         return idx, cloud.subset(idx)
 
     def cloud(self, c: Constraint, round_: int) -> PointCloud:
-        """The global cloud of constraint ``c`` in sampling round ``round_`` (RAR points included)."""
+        """The global cloud of constraint ``c`` in sampling round ``round_`` (RAR points included), as the exact
+        mode draws it (the local mode never draws it)."""
         start = round_ * self.sampling.resample_every
         cloud = c.sample(derive_seed(self.seed, "points", c.name, round_), start / self.steps)
         return _concat(cloud, self.added[c.name]) if c.name in self.added else cloud
+
+    def local_batch(self, c: Constraint, round_: int) -> Batch:
+        """This rank's part of constraint ``c`` in round ``round_``, drawn locally (``sampling.shard = "local"``).
+
+        Raises
+        ------
+        ConfigError
+            If the constraint's sampler does not draw from geometry domains, or changes what it drew.
+        """
+        start = round_ * self.sampling.resample_every
+        with local_part(self.rank, self.world) as draws:
+            local = c.sample(derive_seed(self.seed, "points", c.name, round_), start / self.steps)
+        if not draws or sum(d.n_local for d in draws) != len(local):
+            raise ConfigError(f"loss term {c.name!r}: its sampler does not draw its points from geometry domains (or "
+                              "changes what it draws), so it has no local parts; use sampling.shard='exact'")
+        n_global = sum(d.n_global for d in draws)
+        denom = float(n_global) if local.weights is None else float(sum(d.n_global * d.weight for d in draws))
+        return Batch(c, self.tensor(local.points), self.tensor(local.normals), self.tensor(local.weights), n_global,
+                     denom, self.tensor(np.array(max(denom, 1e-300))))
 
     def at(self, step: int) -> list[Batch]:
         """The batches of the round that ``step`` belongs to (sampled when the round changes)."""
@@ -87,6 +130,9 @@ class Points:
         if round_ != self.round:
             self.batches = []
             for c in self.constraints:
+                if self.local:
+                    self.batches.append(self.local_batch(c, round_))
+                    continue
                 cloud = self.cloud(c, round_)
                 _, local = self.shard(cloud, self.shard_sizes.get(c.name))
                 denom = float(len(cloud)) if cloud.weights is None else float(np.sum(cloud.weights))
@@ -99,7 +145,16 @@ class Points:
     def refine(self, step: int, score: Callable[[Constraint, torch.Tensor, torch.Tensor | None], torch.Tensor],
                all_reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, int]:
         """One RAR round; ``score(c, points, normals)`` gives the local squared residuals [n]; returns the
-        points added per constraint."""
+        points added per constraint.
+
+        Raises
+        ------
+        ConfigError
+            In local mode (``sampling.shard = "local"``), which has no global pool to rank.
+        """
+        if self.local:
+            raise ConfigError("adaptive refinement (RAR) needs sampling.shard='exact'; set sampling.rar_every=0 to "
+                              "sample locally")
         added = {}
         for c in self.constraints:
             if c.name not in self.sampling.rar_constraints:

@@ -82,6 +82,7 @@ class Step:
         self.optimizer = (make_optimizer or _make_optimizer)(self.params, options, self.compiled)
         self.scheduler = make_schedule(self.optimizer, options)
         self.skipped = 0
+        self.local_terms: torch.Tensor | None = None
         self._update = self.optimizer.step
         if self.compiled:
             # Adam's update itself, without the wrappers around it (the scheduler's step counter, the profiler
@@ -133,6 +134,7 @@ class Step:
                 self.skipped += 1
             self.optimizer._opt_called = True  # what the scheduler's step wrapper records (compiled mode bypasses it)
         self.scheduler.step()
+        self.local_terms = terms.detach().clone()  # this rank's share, before the sum over ranks
         return self.all_reduce_sum(terms.detach().clone()).tolist()
 
     @property

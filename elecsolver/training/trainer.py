@@ -268,7 +268,27 @@ class Trainer:
         return tqdm(total=end, initial=self.step, desc=self.problem.name, unit="step", mininterval=interval,
                     maxinterval=max(10.0, interval))
 
+    def _log_shares(self) -> None:
+        """Log this rank's share of the loss; warn (writer) when every data-parallel rank reports the same share,
+        the symptom of every rank holding the same points instead of its own shard.  Collective."""
+        local = self.stepper.local_terms
+        if local is None:
+            return
+        mine = float(local.sum())
+        if self.ctx.world == 1:
+            return
+        shares = torch.zeros(self.ctx.world, dtype=torch.float64, device=local.device)
+        shares[self.ctx.rank] = mine
+        self.ctx.all_reduce_sum(shares)
+        log.info("step %d: local loss share %.6g (data-parallel rank %d of %d)", self.step, mine, self.ctx.rank,
+                 self.ctx.world)
+        if self.ctx.is_writer and mine != 0.0 and bool((shares == shares[0]).all()):
+            log.warning("step %d: every data-parallel rank reports the same local loss share %.6g: the ranks "
+                        "probably hold the same points instead of their own shards (check how points are "
+                        "sampled and sharded)", self.step, mine)
+
     def _log(self, loss: float, terms: list[float]) -> None:
+        self._log_shares()
         if self.ctx.gather_model is not None:
             self.gather()  # collective: every rank, whether or not it holds the reference
         if not self.ctx.is_writer:
@@ -297,7 +317,7 @@ class Trainer:
         """Everything a resume needs to continue bit for bit."""
         return {
             "package_version": __version__, "problem": self.problem.name, "config": self.problem.config,
-            "world": self.ctx.world, "step": self.step, "model": self.model.state_dict(),
+            "world": self.ctx.world, "layout": self.ctx.extra.get("layout"), "step": self.step, "model": self.model.state_dict(),
             **self.stepper.state_dict(), "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
             "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
@@ -338,6 +358,11 @@ class Trainer:
             diff = _diff_keys(state["config"], self.problem.config)
             raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}; "
                               "use the same preset, --steps, --seed, --dtype and --set values")
+        shards = [(lay or {}).get("tp", 1) * 100 + (lay or {}).get("pp", 1)
+                  for lay in (state.get("layout"), self.ctx.extra.get("layout"))]
+        if shards[0] != shards[1]:  # a checkpoint holds one shard of a model split differently
+            raise ResumeError(f"--resume: the checkpoint was written with the parallel layout {state.get('layout')}, "
+                              f"this run has {self.ctx.extra.get('layout')}; resume with the same --tp and --pp")
         self.model.load_state_dict(state["model"])
         self.stepper.load_state_dict(state)
         self.points.load_state_dict(state["points"])

@@ -1,0 +1,80 @@
+"""``--profile``: the split of step time between compute and communication, per rank, with torch.profiler.
+
+The first few training steps run under :class:`torch.profiler.profile` (CPU activities, and CUDA where present).
+An operator counts as communication when it is a ``torch.distributed`` collective or point-to-point operation
+(``c10d::`` ops, gloo/NCCL work, ``send``/``recv``, ``broadcast``, ``all_reduce``, ``all_gather``,
+``reduce_scatter``); everything else is compute.  Times are operators' *self* times (no double counting of
+nested operators), summed per step; the remainder of the wall time (Python, the loop) is reported as "other".
+Every rank measures itself; the writer prints every rank's line (the lines are gathered with one small
+all-reduce), so that an imbalance between ranks or stages shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+
+__all__ = ["COMMUNICATION_MARKERS", "is_communication", "profile_steps", "split_times"]
+
+log = logging.getLogger(__name__)
+
+COMMUNICATION_MARKERS = ("c10d", "gloo", "nccl", "allreduce", "all_reduce", "allgather", "all_gather", "broadcast",
+                         "reduce_scatter", "send", "recv", "barrier", "alltoall")
+
+
+def is_communication(name: str) -> bool:
+    """Whether a profiler event name is a torch.distributed operation."""
+    n = name.lower()
+    return any(m in n for m in COMMUNICATION_MARKERS)
+
+
+def split_times(prof) -> tuple[float, float]:
+    """(compute, communication) self CPU time in seconds of a finished ``torch.profiler.profile``."""
+    compute = comm = 0.0
+    for e in prof.key_averages():
+        t = e.self_cpu_time_total * 1e-6
+        if is_communication(e.key):
+            comm += t
+        else:
+            compute += t
+    return compute, comm
+
+
+def profile_steps(trainer, stop_after: int | None = None, steps: int = 3) -> dict:
+    """Train the next ``steps`` steps (at most up to ``stop_after`` or the end) under the profiler, print the
+    split on the writer rank and return this rank's numbers (seconds per step).
+
+    Collective: every rank calls it.
+    """
+    end = trainer.options.steps if stop_after is None else min(stop_after, trainer.options.steps)
+    n = max(0, min(steps, end - trainer.step))
+    if n == 0:
+        return {}
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    t0 = time.perf_counter()
+    with profile(activities=activities) as prof:
+        trainer.train(stop_after=trainer.step + n)
+    wall = (time.perf_counter() - t0) / n
+    compute, comm = (t / n for t in split_times(prof))
+    mine = {"wall_s": wall, "compute_s": compute, "communication_s": comm, "other_s": max(0.0, wall - compute - comm)}
+    ctx = trainer.ctx
+    mesh = ctx.extra.get("mesh")
+    world = mesh.world if mesh is not None else 1
+    rank = mesh.rank if mesh is not None else 0
+    table = torch.zeros(world, 4, dtype=torch.float64)
+    table[rank] = torch.tensor([mine[k] for k in ("wall_s", "compute_s", "communication_s", "other_s")])
+    if mesh is not None:
+        mesh.all_reduce_sum(table, axis="world")
+    if ctx.is_writer:
+        strategy = ctx.extra.get("layout", {"dp": ctx.world, "tp": 1, "pp": 1})
+        lines = [f"profile of {n} steps ({', '.join(f'{k}={v}' for k, v in strategy.items())}): per step"]
+        for r in range(world):
+            w, c, m, o = table[r].tolist()
+            lines.append(f"  rank {r}: wall {w * 1e3:8.1f} ms = compute {c * 1e3:8.1f} ms ({c / w:5.1%}) + "
+                         f"communication {m * 1e3:8.1f} ms ({m / w:5.1%}) + other {o * 1e3:7.1f} ms")
+        print("\n".join(lines), flush=True)
+    return mine
