@@ -2,7 +2,7 @@
 
     python benchmarks/exit_codes.py --runs 50                  # torchrun-style variables, 2 processes
     python benchmarks/exit_codes.py --runs 50 --launcher mpirun
-    python benchmarks/exit_codes.py --runs 5 --worker tests/dp_worker.py   # any script taking the CLI options
+    python benchmarks/exit_codes.py --runs 5 --worker tests/failure_worker.py  # a script taking elecsolver's arguments
 
 Each run is ``elecsolver run maxwell-point-source-2d --preset ci --steps 2`` with a tiny point cloud and
 output grid (about 10 s on 2 cores), started either as 2 processes with RANK / WORLD_SIZE / MASTER_ADDR /
@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--launcher", choices=["env", "mpirun"], default="env")
-    ap.add_argument("--worker", help="a script run instead of `python -m elecsolver.cli run PROBLEM` "
-                                     "(given the same options)")
+    ap.add_argument("--worker", help="a script run instead of `python -m elecsolver.cli` (given the same "
+                                     "arguments: run PROBLEM OPTIONS)")
     ap.add_argument("--problem", default="maxwell-point-source-2d")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "elecsolver-exit-codes"))
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.runs):
             out = Path(tmp) / f"run{i}"
             if args.worker:
-                cmd = [sys.executable, args.worker, *TINY, "--out", str(out)]
+                cmd = [sys.executable, args.worker, "run", args.problem, *TINY, "--out", str(out)]
             else:
                 cmd = [sys.executable, "-m", "elecsolver.cli", "run", args.problem, *TINY, "--out", str(out)]
             t0 = time.perf_counter()

@@ -120,8 +120,9 @@ class Part:
         return base + (1 if self.rank < extra else 0)
 
     def seed(self, seed: int) -> int:
-        """The seed of this part's draw from the seed of the whole set's draw."""
-        return derive_seed(seed, "part", self.world, self.rank)
+        """The seed of this part's draw from the seed of the whole set's draw (the same seed for a single part,
+        whose draw is then the global draw itself)."""
+        return int(seed) if self.world == 1 else derive_seed(seed, "part", self.world, self.rank)
 
 
 @dataclass(frozen=True)

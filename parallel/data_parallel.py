@@ -3,6 +3,10 @@
 Each rank holds a spatially compact part of every constraint's points (elecsolver.sharding) and
 computes its local sum of squared residuals over the *global* point count; gradients are then
 all-reduced by SUM, so the step equals one process on all points (shared/DESIGN.md).
+
+A rank that fails makes the others stop within seconds, naming it and its error
+(:mod:`elecsolver.parallel.failure`); :func:`shutdown` leaves in an order that lets every process exit
+cleanly (see there).
 """
 
 from __future__ import annotations
@@ -10,13 +14,16 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import sys
 
 import torch
 import torch.distributed as dist
 
+from . import failure
+from .failure import RankFailure, collective
 from .launch import LaunchError, LaunchInfo, discover, rendezvous, threads_per_rank
 
-__all__ = ["DataParallelComm", "apply_data_parallel", "init_data_parallel", "shutdown"]
+__all__ = ["DataParallelComm", "RankFailure", "apply_data_parallel", "init_data_parallel", "shutdown"]
 
 log = logging.getLogger(__name__)
 
@@ -34,21 +41,29 @@ class DataParallelComm:
     def __init__(self, info: LaunchInfo, device: torch.device):
         self.rank, self.world, self.info, self.device = info.rank, info.world, info, device
 
+    # each raises RankFailure (naming the rank and its error) when it fails because another rank failed
     def all_reduce_sum_(self, tensor: torch.Tensor) -> torch.Tensor:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        with collective():
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor
 
     def broadcast_(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
-        dist.broadcast(tensor, src=src)
+        with collective():
+            dist.broadcast(tensor, src=src)
         return tensor
 
     def barrier(self) -> None:
-        dist.barrier()
+        with collective():
+            dist.barrier()
 
 
 def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
-    """Set threads, join the job's process group (gloo on CPU, NCCL on GPU) and return
-    ``(comm, info, device)``; ``comm`` is None for a one-process run.
+    """Set threads, join the job's process group (gloo on CPU, NCCL on GPU), start the failure watchdog
+    (:mod:`elecsolver.parallel.failure`) and return ``(comm, info, device)``; ``comm`` is None for a one-process run.
+
+    ``timeout_s`` bounds joining and each collective (a rank may legitimately wait that long at a collective
+    while rank 0 alone computes the reference solution or writes the outputs); a failed or dead rank is found
+    by the watchdog within seconds instead.
 
     Raises
     ------
@@ -66,18 +81,41 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
         torch.cuda.set_device(dev)
     if info.world == 1:
         return None, info, dev
-    store = rendezvous(info)
+    _import_group_capturing_modules()
+    store, host = rendezvous(info, timeout_s=timeout_s)
     backend = "nccl" if dev.type == "cuda" else "gloo"
-    kwargs = {"store": store} if store is not None else {"init_method": "env://"}
     dist.init_process_group(backend, rank=info.rank, world_size=info.world,
-                            timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+                            timeout=datetime.timedelta(seconds=timeout_s), store=store)
+    failure.start(store, info.rank, info.world, store_host=host)  # keeps the store beyond the group
     sizes = torch.tensor([info.world, -info.world], dtype=torch.int64, device=dev)
-    dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
+    with collective():
+        dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
     if int(sizes[0]) != info.world or int(-sizes[1]) != info.world:
         raise LaunchError(f"ranks disagree on the world size (between {int(-sizes[1])} and {int(sizes[0])})")
     log.info("rank %d of %d (%s, %s, %d threads)", info.rank, info.world, info.launcher, backend,
              torch.get_num_threads())
     return DataParallelComm(info, dev), info, dev
+
+
+# Modules of torch that bind ``dist.group.WORLD`` as a default argument when they are first imported.  Imported
+# after the group exists, they hold the group for the rest of the process, so destroy_process_group() cannot
+# free it; its gloo threads then live on into the interpreter's teardown, where a worker thread that frees a
+# finished collective (and with it a tensor's Python object) must take the GIL, is ended by the finalising
+# interpreter (pthread_exit) and unwinds through a noexcept destructor: "terminate called without an active
+# exception", SIGABRT, exit code -6, after all the work was done.  torch.optim imports torch._dynamo, which
+# imports torch.distributed.nn.functional, when the first optimizer is built, i.e. after the group is joined.
+# Imported before the group exists they bind None (the default group at call time).
+_GROUP_CAPTURING = ("torch.distributed.nn.functional", "torch.distributed.optim.zero_redundancy_optimizer")
+
+
+def _import_group_capturing_modules() -> None:
+    import importlib
+
+    for name in _GROUP_CAPTURING:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # a torch without it: nothing binds the group there
+            log.debug("%s: %s", name, exc)
 
 
 def apply_data_parallel(model: torch.nn.Module, comm: DataParallelComm | None):
@@ -92,22 +130,46 @@ def apply_data_parallel(model: torch.nn.Module, comm: DataParallelComm | None):
 
     if comm is None:
         return RunContext()
-    for p in model.parameters():
-        dist.broadcast(p.data, src=0)
+    with collective():
+        for p in model.parameters():
+            dist.broadcast(p.data, src=0)
     return RunContext(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
 
 
 def shutdown(clean: bool = True) -> None:
-    """Leave the process group, if one was joined.
+    """Leave the process group, if one was joined, in an order that lets every process exit cleanly.
 
-    After a clean run (``clean=True``) all ranks meet at a barrier first: a rank that tears down
-    gloo while a peer still holds the connection can make that peer's gloo thread abort the process
-    at exit ("terminate called without an active exception", seen once in the 2-rank tests).  After
-    an error (``clean=False``) there is no barrier, since the other ranks may never reach it.
+    After a clean run (``clean=True``): a closing barrier (every rank is done with every collective; a rank
+    that fails there raises :class:`RankFailure` as any collective does), the watchdog stops and this rank says
+    goodbye on the store, the group is destroyed, and the store host (rank 0) releases the store only after every
+    rank has said goodbye, so that no rank loses the store while it still uses it.
+
+    After an error (``clean=False``, called while the exception propagates, as in ``finally:``): no barrier (the
+    other ranks may never reach it); this rank's error is recorded for the others (unless it is itself the
+    consequence of another rank's failure, which is then named on stderr), then the same order without the
+    barrier, the store host keeping the store for at most 10 s so that the others can read the record.
+
+    The group's threads end when the last reference to it goes (here, unless the caller still holds subgroups,
+    e.g. a device mesh; garbage left at exit is collected before the interpreter's teardown, see
+    :mod:`elecsolver.parallel.failure`).
     """
-    if dist.is_available() and dist.is_initialized():
-        try:
-            if clean:
-                dist.barrier()
-        finally:
-            dist.destroy_process_group()
+    watch = failure.current()
+    if not (dist.is_available() and dist.is_initialized()):
+        if watch is not None:
+            watch.close(clean)
+        return
+    try:
+        if clean:
+            try:
+                with collective():
+                    dist.barrier()
+            except BaseException:
+                clean = False
+                raise
+    finally:
+        exc = None if clean else (sys.exc_info()[1] or RuntimeError("left the run early (shutdown(clean=False))"))
+        if watch is not None:
+            watch.retire(exc)
+        dist.destroy_process_group()
+        if watch is not None:
+            watch.close(clean)

@@ -6,14 +6,18 @@ MPI_LOCALRANKID, MPI_LOCALNRANKS); PMIx (PMIX_RANK with the Open MPI sizes); SLU
 SLURM_NTASKS, SLURM_LOCALID, only inside a job step, i.e. a task launched by srun).  No variables:
 one process.
 
-The rendezvous uses MASTER_ADDR/MASTER_PORT when set (torchrun sets them).  Otherwise, under an
-MPI launcher, rank 0 picks a free TCP port on its host and tells the others through MPI (mpi4py,
-the ``mpi`` extra); without mpi4py, ranks on one machine meet through a file store named after the
-launcher's job id.  Every rank then checks that all agree on the world size.
+The rendezvous uses MASTER_ADDR/MASTER_PORT when set (torchrun sets them): rank 0 hosts a TCP store
+there, or, under torchrun, every rank joins the agent's store, as ``env://`` initialisation does.
+Otherwise, under an MPI launcher, rank 0 picks a free TCP port on its host and tells the others
+through MPI (mpi4py, the ``mpi`` extra); without mpi4py, ranks on one machine meet through a file
+store named after the launcher's job id.  Every rank then checks that all agree on the world size.
+The store is returned to the caller (not left inside the process group), so that it outlives the
+group: :mod:`elecsolver.parallel.failure` keeps using it for failure records and heartbeats.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import socket
@@ -113,10 +117,10 @@ def _job_id(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def rendezvous(info: LaunchInfo, env: Mapping[str, str] | None = None):
-    """A ``torch.distributed`` store for this job (see the module docstring for the order tried),
-    or None when MASTER_ADDR/MASTER_PORT are set: then ``env://`` initialisation is used, which also
-    joins torchrun's agent store.
+def rendezvous(info: LaunchInfo, env: Mapping[str, str] | None = None, timeout_s: float = 1800.0):
+    """The ``torch.distributed`` store of this job and the rank that hosts it: ``(store, host)``, ``host`` 0 for a
+    TCP store served by rank 0, None for torchrun's agent store or a file store (see the module docstring for the
+    order tried).  ``timeout_s`` bounds the wait for the other ranks to join and every store operation.
 
     Raises
     ------
@@ -126,8 +130,13 @@ def rendezvous(info: LaunchInfo, env: Mapping[str, str] | None = None):
     import torch.distributed as dist
 
     env = os.environ if env is None else env
+    timeout = datetime.timedelta(seconds=timeout_s)
     if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
-        return None
+        addr, port = env["MASTER_ADDR"], _int(env, "MASTER_PORT")
+        if env.get("TORCHELASTIC_USE_AGENT_STORE") == str(True):  # torchrun: its agent serves the store (a new
+            return dist.TCPStore(addr, port, info.world, False, timeout), None  # one for every restart)
+        store = dist.TCPStore(addr, port, info.world, info.rank == 0, timeout, multi_tenant=True)
+        return store, 0
     if info.launcher in ("openmpi", "mpich", "pmix", "slurm"):
         try:
             from mpi4py import MPI
@@ -141,10 +150,12 @@ def rendezvous(info: LaunchInfo, env: Mapping[str, str] | None = None):
                                   f"the environment says {sorted(set(sizes))}")
             addr_port = (socket.gethostname() if info.local_world < info.world else "127.0.0.1", _free_port())
             addr, port = comm.bcast(addr_port if info.rank == 0 else None, root=0)
-            return dist.TCPStore(addr, port, info.world, info.rank == 0)
+            return dist.TCPStore(addr, port, info.world, info.rank == 0, timeout), 0
     job = _job_id(env)
     if job is not None and info.local_world == info.world:
         path = os.path.join(tempfile.gettempdir(), f"elecsolver-rdzv-{job}")
-        return dist.FileStore(path, info.world)
+        store = dist.FileStore(path, info.world)
+        store.set_timeout(timeout)
+        return store, None
     raise LaunchError("cannot find a rendezvous for this multi-process run: set MASTER_ADDR and MASTER_PORT, "
                       "or install the mpi extra (pip install 'elecsolver[mpi]')")

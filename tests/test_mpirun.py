@@ -140,3 +140,22 @@ def test_mpirun_bad_layout_is_one_clear_error(tmp_path):
     assert "dp x tp x pp" in r.stderr and "2 ranks" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+def test_parallel_strategies_example_agrees_with_one_process():
+    """examples/parallel_strategies.py under mpirun -n 2: every strategy's losses beside the one-process ones,
+    agreeing to 1e-10 (the last column)."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "parallel_strategies.py"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    r = subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script), "--steps", "2"], env=env,
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [line for line in r.stdout.splitlines() if line and not line.startswith("strategy")]
+    names = " ".join(rows)
+    for needed in ("one process", "tensor parallel tp=2", "GPipe", "1F1B", "ZeRO"):
+        assert needed in names
+    assert len(rows) == 7
+    assert all(float(line.split()[-1]) <= 1e-10 for line in rows)

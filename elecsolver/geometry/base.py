@@ -416,14 +416,18 @@ class Domain:
             raise ValueError("a regular grid has no local parts; sample with a sequence method (sobol, halton, lhs, "
                              "uniform)")
         k = part.count(n)
-        pts = self._interior_part(k, method, part.seed(seed), part) if k else np.zeros((0, self.dim))
+        if k == 0:
+            pts = np.zeros((0, self.dim))
+        elif part.world == 1:  # the whole domain: the global draw itself
+            pts = self._interior(k, method, seed)
+        else:
+            pts = self._interior_part(k, method, part.seed(seed), part)
         w = self.measure() / n if n else 0.0
         return TaggedCloud(pts.astype(dt), None, np.full(k, w)), PartDraw("interior", n, k, w)
 
     def _boundary_part(self, k: int, method: str, seed: int, tags: tuple[str, ...], part: Part):
         """``k`` points of the part of the boundary parts ``tags`` (points, normals, tags), or None where the
         domain has no local boundary parts (default)."""
-        return None
 
     def _boundary_part_cloud(self, n: int, method: str, seed: int, sel: tuple[str, ...], dt,
                              part: Part) -> tuple[TaggedCloud, PartDraw]:

@@ -88,7 +88,7 @@ class Trainer:
         self.problem, self.options = problem, problem.training
         self.ctx = context if context is not None else RunContext.from_comm(comm)
         launched = launched_world_size()
-        if self.ctx.world * self.ctx.model_parallel == 1 and launched > 1:
+        if self.ctx.world * self.ctx.model_parallel == 1 and launched > 1 and not self.ctx.solo:
             raise ConfigError(f"this process is one of {launched} ranks started by a launcher (mpirun, torchrun or "
                               "srun), but the Trainer has no data-parallel context, so every rank would train its own "
                               "copy; use elecsolver.train(problem), or run one process")
