@@ -87,11 +87,15 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
     dist.init_process_group(backend, rank=info.rank, world_size=info.world,
                             timeout=datetime.timedelta(seconds=timeout_s), store=store)
     failure.start(store, info.rank, info.world, store_host=host)  # keeps the store beyond the group
-    sizes = torch.tensor([info.world, -info.world], dtype=torch.int64, device=dev)
-    with collective():
-        dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
-    if int(sizes[0]) != info.world or int(-sizes[1]) != info.world:
-        raise LaunchError(f"ranks disagree on the world size (between {int(-sizes[1])} and {int(sizes[0])})")
+    try:
+        sizes = torch.tensor([info.world, -info.world], dtype=torch.int64, device=dev)
+        with collective():
+            dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
+        if int(sizes[0]) != info.world or int(-sizes[1]) != info.world:
+            raise LaunchError(f"ranks disagree on the world size (between {int(-sizes[1])} and {int(sizes[0])})")
+    except BaseException:
+        shutdown(clean=False)
+        raise
     log.info("rank %d of %d (%s, %s, %d threads)", info.rank, info.world, info.launcher, backend,
              torch.get_num_threads())
     return DataParallelComm(info, dev), info, dev

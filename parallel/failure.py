@@ -119,11 +119,11 @@ def start(store, rank: int, world: int, store_host: int | None = None, **kwargs)
     global _CURRENT, _EXIT_HOOK
     if _CURRENT is not None:
         _CURRENT.close()
-    _CURRENT = Watchdog(store, rank, world, store_host=store_host, **kwargs)
-    _CURRENT.start()
-    if not _EXIT_HOOK:
+    if not _EXIT_HOOK:  # registered before the watchdog's own hook, so that it runs after it
         _EXIT_HOOK = True
         atexit.register(_free_groups_at_exit)
+    _CURRENT = Watchdog(store, rank, world, store_host=store_host, **kwargs)
+    _CURRENT.start()
     return _CURRENT
 
 
@@ -250,9 +250,17 @@ class Watchdog:
         atexit.register(self._at_exit)
 
     def _at_exit(self) -> None:
-        # shutdown() was not called: stop the thread before the interpreter's teardown (a daemon thread that
-        # returns from a store call then would abort the process), and drop the stores; no waiting
+        # shutdown() was not called (a script without it, or an exception raised outside the try/finally that
+        # calls it): record the uncaught exception, if any, for the other ranks; stop the thread before the
+        # interpreter's teardown (a daemon thread that returns from a store call then would abort the process)
+        # and drop the stores; no waiting
+        exc = getattr(sys, "last_value", None)
+        if exc is not None and not isinstance(exc, RankFailure) and self.failure is None:
+            with contextlib.suppress(Exception):
+                self._record(self._main, self.rank, one_line(exc))
         self.stop()
+        with contextlib.suppress(Exception):
+            self._leave(self._main)
         self._closed = True
         self._main = self._own = self._raw = None
 

@@ -22,12 +22,13 @@ union over the parts is distributed like a global draw (uniform in measure).  Th
   two sides hold measures in proportion to their numbers of parts (exact for boxes; else the quantile
   of a fixed Sobol reference cloud of at least 2^16 points inside the domain, so equal to that
   accuracy); a part's points are drawn by rejection from its box (a box: directly), O(n / world);
-- boundary of a primitive (patches): equal intervals of the first boundary coordinate, which picks
-  the patch by measure and the position along it, so a part is a run of patches and pieces of
-  patches in the domain's patch order, of measure exactly 1/world of the selected boundary; O(n / world);
-- boundary of a CSG result or a mesh: no local parts; the part is cut from the whole cloud (drawn from
-  ``seed`` itself) by recursive coordinate bisection of its spatial columns, as the exact sharding
-  does (O(n), reported as ``PartDraw.whole``).
+- boundary of a primitive (patches) or a mesh (facets): equal intervals of the first boundary
+  coordinate, which picks the patch or facet by measure (and, for a patch, the position along it), so
+  a part is a run of patches (facets) and pieces of them in the domain's order, of measure exactly
+  1/world of the selected boundary; O(n / world);
+- boundary of a CSG result: no local parts; the part is cut from the whole cloud (drawn from ``seed``
+  itself) by recursive coordinate bisection of its spatial columns, as the exact sharding does (O(n),
+  reported as ``PartDraw.whole``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ weights and so the same global denominators: ``n_global`` = the sum of the draws
 sum of N * weight (= the sets' measures; the count where the cloud has no weights), identical on every rank
 with no communication.  The points differ from the exact mode's (and with the rank count), the loss does in
 expectation only.  RAR and ``shard_sizes`` are refused in this mode (ConfigError); a set with no local
-parts (a CSG or mesh boundary) is cut from its whole cloud (O(N), exact).
+parts (a CSG result's boundary) is cut from its whole cloud (O(N), exact).
 """
 
 from __future__ import annotations
