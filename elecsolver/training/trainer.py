@@ -134,7 +134,13 @@ class Trainer:
         p = self.problem
         model = self.ctx.check_model if self.ctx.check_model is not None else self.model
         for c in self.constraints:
-            cloud = c.sample(0, 0.0)
+            if self.problem.sampling.shard == "local":  # this rank's part only: no rank draws the global cloud
+                from ..sampling import local_part
+
+                with local_part(self.ctx.rank, self.ctx.world):
+                    cloud = c.sample(0, 0.0)
+            else:
+                cloud = c.sample(0, 0.0)
             pts, nrm = self.points.tensor(cloud.points[:n]), self.points.tensor(
                 None if cloud.normals is None else cloud.normals[:n])
             if pts.shape[0] == 0:
