@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 
 import torch
+from elecsolver.parallel import ParallelOptions, apply_parallelism, init_data_parallel, shutdown
+from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 import elecsolver as es
 from elecsolver.config import merge
-from elecsolver.parallel import ParallelOptions, apply_parallelism, init_data_parallel, shutdown
-from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 SMALL = {"network": {"width": 16, "depth": 2, "scales": [1.0, 4.0]},
          "sampling": {"interior": 400, "source": 80, "boundary": 80, "initial": 80},

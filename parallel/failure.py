@@ -254,6 +254,7 @@ class Watchdog:
         # calls it): record the uncaught exception, if any, for the other ranks; stop the thread before the
         # interpreter's teardown (a daemon thread that returns from a store call then would abort the process)
         # and drop the stores; no waiting
+        # and leave the group now, while the interpreter still runs (see _free_groups_at_exit)
         exc = getattr(sys, "last_value", None)
         if exc is not None and not isinstance(exc, RankFailure) and self.failure is None:
             with contextlib.suppress(Exception):
@@ -261,8 +262,12 @@ class Watchdog:
         self.stop()
         with contextlib.suppress(Exception):
             self._leave(self._main)
-        self._closed = True
-        self._main = self._own = self._raw = None
+        with contextlib.suppress(Exception):
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        self.close(clean=exc is None)
 
     def _run(self) -> None:
         succ = (self.rank + 1) % self.world

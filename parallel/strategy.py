@@ -196,7 +196,7 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
     model = build_model(problem, device)  # the same seed on every rank: the same start
     hooks: dict = {}
     if mesh.pp > 1:
-        from .pipeline import PipelineSchedule, gather_pipeline, split_network
+        from .pipeline import PipelineSchedule, split_network
 
         template = copy.deepcopy(model)
         hooks["check_model"] = template

@@ -44,7 +44,7 @@ import torch.distributed as dist
 from torch import nn
 
 from elecsolver.jets import Jet
-from elecsolver.networks import Activation, GroupedJetLinear, JetLinear, Network
+from elecsolver.networks import Activation, GroupedJetLinear, JetLinear
 
 __all__ = [
     "ColumnParallelGroupedJetLinear",

@@ -16,9 +16,9 @@ import sys
 import numpy as np
 import torch
 from dp_worker import small_problem
-
 from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
 from elecsolver.parallel.strategy import apply_parallelism
+
 from elecsolver.trainer import Trainer
 
 
@@ -49,9 +49,29 @@ def main() -> None:
     if "only" in options:  # keep only these loss terms (e.g. a derivative-only loss)
         keep, full = options["only"], problem.constraints
         problem.constraints = lambda: [c for c in full() if c.name in keep]
+    warnings: list[str] = []
+    if options.get("same_points"):  # every rank keeps the whole cloud: the symptom the loss-share check catches
+        import logging
+
+        from elecsolver.training.points import Points
+
+        Points.shard = lambda self, cloud, sizes=None: (np.arange(len(cloud)), cloud)
+
+        class Keep(logging.Handler):
+            def emit(self, record):
+                if record.levelno >= logging.WARNING:
+                    warnings.append(record.getMessage())
+
+        logging.getLogger("elecsolver").addHandler(Keep())
+        cfg["training"]["log_every"] = 1
     model, ctx = apply_parallelism(problem, comm, dev, options.get("parallel"))
     trainer = Trainer(problem, model, ctx, shard_sizes=options.get("shard_sizes") or None, progress=False)
     steps = options.get("steps", 5)
+    if options.get("same_points"):
+        trainer.train(stop_after=2)
+        np.savez(f"{prefix}.rank{info.rank}.npz", warnings=np.array("\n".join(warnings)))
+        shutdown()
+        return
     loss1, terms1 = trainer.train_step()
     grads = named(trainer.model, ctx, grad=True)
     for _ in range(steps - 1):
