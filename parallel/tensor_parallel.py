@@ -207,7 +207,14 @@ class _TPLinearBase(nn.Module):
     def full_layer(self, *, grad: bool = False) -> nn.Module:
         """The unsharded layer (``JetLinear`` or ``GroupedJetLinear``) with the gathered parameters (and, with
         ``grad=True``, the gathered gradients in ``.grad``).  Collective over the tp group."""
-        raise NotImplementedError
+        w, b = self.gather("weight"), self.gather("bias")
+        if isinstance(self, (ColumnParallelGroupedJetLinear, RowParallelGroupedJetLinear)):
+            out = _full_grouped(self.groups, self.in_features, self.out_features, w, b)
+        else:
+            out = _full_linear(self.in_features, self.out_features, w, b)
+        if grad:
+            _set_grads(out, self.gather("weight", grad=True), self.gather("bias", grad=True))
+        return out
 
 
 class ColumnParallelJetLinear(_TPLinearBase):
@@ -254,13 +261,6 @@ class ColumnParallelJetLinear(_TPLinearBase):
             ch = copy_to_tp(x.channels, self.tp.group)
             return x.like(_add_bias_value(torch.matmul(ch, self.weight.t()), self.bias))
         return nn.functional.linear(copy_to_tp(x, self.tp.group), self.weight, self.bias)
-
-    def full_layer(self, *, grad: bool = False) -> JetLinear:
-        w, b = self.gather("weight"), self.gather("bias")
-        out = _full_linear(self.in_features, self.out_features, w, b)
-        if grad:
-            _set_grads(out, self.gather("weight", grad=True), self.gather("bias", grad=True))
-        return out
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features} "
@@ -310,13 +310,6 @@ class RowParallelJetLinear(_TPLinearBase):
             return x.like(_add_bias_value(out, self.bias))
         out = reduce_from_tp(torch.matmul(x, self.weight.t()), self.tp.group)
         return out if self.bias is None else out + self.bias
-
-    def full_layer(self, *, grad: bool = False) -> JetLinear:
-        w, b = self.gather("weight"), self.gather("bias")
-        out = _full_linear(self.in_features, self.out_features, w, b)
-        if grad:
-            _set_grads(out, self.gather("weight", grad=True), self.gather("bias", grad=True))
-        return out
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features} (local {self.in_features // self.tp_size}), "
@@ -371,13 +364,6 @@ class ColumnParallelGroupedJetLinear(_TPLinearBase):
             return x.like(_add_bias_value(out, self.bias).flatten(-2))
         return (self._matmul(copy_to_tp(x, self.tp.group)) + self.bias).flatten(-2)
 
-    def full_layer(self, *, grad: bool = False) -> GroupedJetLinear:
-        out = _full_grouped(self.groups, self.in_features, self.out_features, self.gather("weight"),
-                            self.gather("bias"))
-        if grad:
-            _set_grads(out, self.gather("weight", grad=True), self.gather("bias", grad=True))
-        return out
-
     def extra_repr(self) -> str:
         return (f"groups={self.groups}, in_features={self.in_features}, out_features={self.out_features} "
                 f"(local {self.out_features // self.tp_size}), {self.tp!r}")
@@ -429,13 +415,6 @@ class RowParallelGroupedJetLinear(_TPLinearBase):
             out = reduce_from_tp(self._matmul(x.channels), self.tp.group)  # [C, N, G, out]
             return x.like(_add_bias_value(out, self.bias).flatten(-2))
         return (reduce_from_tp(self._matmul(x), self.tp.group) + self.bias).flatten(-2)
-
-    def full_layer(self, *, grad: bool = False) -> GroupedJetLinear:
-        out = _full_grouped(self.groups, self.in_features, self.out_features, self.gather("weight"),
-                            self.gather("bias"))
-        if grad:
-            _set_grads(out, self.gather("weight", grad=True), self.gather("bias", grad=True))
-        return out
 
     def extra_repr(self) -> str:
         return (f"groups={self.groups}, in_features={self.in_features} "
