@@ -9,13 +9,15 @@ output grid (about 10 s on 2 cores), started either as 2 processes with RANK / W
 MASTER_PORT set (as tests/test_data_parallel.py launches workers) or under ``mpirun -n 2``.  The script
 prints one line per run (the exit code of every rank, the wall time) and a summary; the output of any
 run with a non-zero code is kept under ``--keep`` (default /tmp/elecsolver-exit-codes).  Exit status: 0 when
-every rank of every run exited 0.
+every rank of every run exited 0 (and no output said "terminate called" or that process-group threads were still
+alive at exit).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import shutil
 import socket
@@ -33,6 +35,10 @@ TINY = ["--preset", "ci", "--steps", "2", "--quiet",
         "--set", "output.nt=5", "--set", "output.early_frames=3"]
 
 
+# words in a run's output that make it count as bad even with exit code 0
+WATCH = ("terminate called", "still alive at exit")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -46,33 +52,31 @@ def _clean_env() -> dict:
     return env
 
 
-def run_torchrun_style(cmd: list[str], world: int, timeout: float) -> tuple[list[int], str]:
+def run_torchrun_style(cmd: list[str], world: int, timeout: float) -> tuple[list, str]:
     """Start ``world`` processes of ``cmd`` with torchrun-style variables; their exit codes and output."""
-    port, procs, outs = _free_port(), [], []
-    for rank in range(world):
-        env = _clean_env()
-        env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        f = tempfile.TemporaryFile(mode="w+")
-        outs.append(f)
-        procs.append(subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, text=True))
-    deadline, codes = time.monotonic() + timeout, []
-    for p in procs:
-        try:
-            codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            codes.append(p.wait())
-            codes[-1] = f"timeout({codes[-1]})"
-    text = ""
-    for rank, f in enumerate(outs):
-        f.seek(0)
-        text += f"----- rank {rank} (exit {codes[rank]}) -----\n{f.read()}"
-        f.close()
+    port, procs = _free_port(), []
+    with contextlib.ExitStack() as stack:
+        outs = [stack.enter_context(tempfile.TemporaryFile(mode="w+")) for _ in range(world)]
+        for rank in range(world):
+            env = _clean_env()
+            env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            procs.append(subprocess.Popen(cmd, env=env, stdout=outs[rank], stderr=subprocess.STDOUT, text=True))
+        deadline, codes = time.monotonic() + timeout, []
+        for p in procs:
+            try:
+                codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes.append(f"timeout({p.wait()})")
+        text = ""
+        for rank, f in enumerate(outs):
+            f.seek(0)
+            text += f"----- rank {rank} (exit {codes[rank]}) -----\n{f.read()}"
     return codes, text
 
 
-def run_mpirun(cmd: list[str], world: int, timeout: float) -> tuple[list[int], str]:
+def run_mpirun(cmd: list[str], world: int, timeout: float) -> tuple[list, str]:
     mpirun = shutil.which("mpirun", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     if mpirun is None:
         raise SystemExit("mpirun not found (pip install 'elecsolver[mpi]')")
@@ -113,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_mpirun if args.launcher == "mpirun" else run_torchrun_style
             codes, text = run(cmd, args.world, args.timeout)
             wall = time.perf_counter() - t0
-            ok = all(c == 0 for c in codes)
+            ok = all(c == 0 for c in codes) and not any(w in text for w in WATCH)
             for c in codes:
                 tally[c] += 1
             if not ok:

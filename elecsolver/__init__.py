@@ -41,8 +41,12 @@ from .training.trainer import Trainer
 def train(problem, **kwargs):
     """Train ``problem`` and export its fields, data-parallel when a launcher started several ranks.
 
-    See :func:`elecsolver.cli.train` (composed outside the core: it is the one place, with the command line,
-    that joins ``elecsolver.parallel``).
+    Keywords (see :func:`elecsolver.cli.train`, composed outside the core: it is the one place, with the
+    command line, that joins ``elecsolver.parallel``): ``out`` (folder, default "out"), ``device``
+    ("cpu"/"cuda"), ``preset`` (recorded), ``resume``, ``stop_after``, ``quiet``, and ``parallel``: a dict or
+    ``elecsolver.parallel.ParallelOptions`` with ``dp``, ``tp``, ``pp``, ``microbatches``, ``schedule``,
+    ``zero``, ``recompute``, ``precision``, ``profile`` (docs/parallel.md), e.g. ``parallel={"tp": 2}`` under
+    ``mpirun -n 2``.  Returns the metrics dict on the writer rank (None elsewhere, or when stopped early).
     """
     from .cli import train as _train
 

@@ -259,6 +259,7 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     ConfigError
         For parallel options that clash or do not fit the number of ranks (before any group is joined).
     """
+    from .config import ConfigError
     from .export import export_run
     from .parallel.data_parallel import init_data_parallel, shutdown
     from .parallel.strategy import ParallelOptions, apply_parallelism
@@ -272,15 +273,20 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     _setup_logging(info.rank, quiet)
     try:
         reference = problem.reference() if info.rank == 0 else None
-        model, context = apply_parallelism(problem, comm, dev, options)
+        try:
+            model, context = apply_parallelism(problem, comm, dev, options)
+        except ValueError as exc:  # a layout the network does not fit (widths, stages): the same on every rank
+            raise ConfigError(str(exc)) from None
         trainer = Trainer(problem, model, context, device=str(dev), out_dir=out, reference=reference,
                           progress=not quiet)  # checks every residual: nothing is written before this
         if context.is_writer:
             out.mkdir(parents=True, exist_ok=True)
         context.barrier()
         _log_to_file(out, info.rank)
+        mesh = context.extra.get("mesh")
+        log.info("%s", mesh.describe() if mesh is not None else f"rank {info.rank} of {info.world}")
         if resume:
-            trainer.load_checkpoint(out / "checkpoint.pt")
+            trainer.load_checkpoint()  # this rank's shard file under tp / pp
             log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.steps)
         if options.profile:
             from .parallel.profiling import profile_steps
@@ -318,15 +324,32 @@ def _report(metrics: dict | None) -> None:
 
 def _guarded(fn) -> int:
     from .config import ConfigError
+    from .parallel.failure import RankFailure
     from .parallel.launch import LaunchError
     from .training.trainer import ResumeError
 
     try:
         _report(fn())
         return 0
-    except (UsageError, ConfigError, ResumeError, LaunchError) as exc:
+    except (UsageError, ConfigError) as exc:  # the same on every rank: said once
+        if _launch_rank() == 0:
+            print(f"elecsolver: error: {exc}", file=sys.stderr)
+        return 2
+    except (ResumeError, LaunchError) as exc:
         print(f"elecsolver: error: {exc}", file=sys.stderr)
         return 2
+    except RankFailure as exc:  # another rank failed (its own error is on its stderr): one line here
+        print(f"elecsolver: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _launch_rank() -> int:
+    from .parallel.launch import LaunchError, discover
+
+    try:
+        return discover().rank
+    except LaunchError:
+        return 0
 
 
 def main(argv: list[str] | None = None) -> int:

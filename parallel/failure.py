@@ -228,10 +228,10 @@ class Watchdog:
         self._raw = store  # keeps the server alive on the store host
         self._main = dist.PrefixStore(PREFIX, store)  # the main thread's operations
         try:
-            own = store.clone()  # a connection of the watchdog's own
+            own = store.clone()  # a connection of the watchdog's own, with a short timeout
+            own.set_timeout(datetime.timedelta(seconds=store_timeout))
         except Exception:  # noqa: BLE001 (a store without clone(): share it; its operations are serialised)
             own = store
-        own.set_timeout(datetime.timedelta(seconds=store_timeout))
         self._own = dist.PrefixStore(PREFIX, own)
         self._stop = threading.Event()  # the thread ends
         self._closing = threading.Event()  # the main thread is leaving: no hard exit any more
@@ -252,9 +252,8 @@ class Watchdog:
     def _at_exit(self) -> None:
         # shutdown() was not called (a script without it, or an exception raised outside the try/finally that
         # calls it): record the uncaught exception, if any, for the other ranks; stop the thread before the
-        # interpreter's teardown (a daemon thread that returns from a store call then would abort the process)
-        # and drop the stores; no waiting
-        # and leave the group now, while the interpreter still runs (see _free_groups_at_exit)
+        # interpreter's teardown (a daemon thread that returns from a store call then would abort the process);
+        # leave the group now, while the interpreter still runs (see _free_groups_at_exit); release the store
         exc = getattr(sys, "last_value", None)
         if exc is not None and not isinstance(exc, RankFailure) and self.failure is None:
             with contextlib.suppress(Exception):
@@ -298,19 +297,14 @@ class Watchdog:
                     return
                 errors += 1
                 if errors >= 2:
-                    if self.store_host is not None:
-                        failure = RankFailure(self.store_host, f"died: the rendezvous store it hosted stopped "
-                                                               f"answering ({one_line(exc, 160)})")
-                    else:
-                        failure = RankFailure(None, f"the rendezvous store stopped answering ({one_line(exc, 160)}); "
-                                                    "a rank or the launcher's agent has failed")
-                    self._handle(failure)
+                    self._handle(self._lost(exc))
                     return
 
     def _find_dead(self, store) -> None:
         """Record the ranks whose heartbeat stands still for 3 polls (and that did not say goodbye) as dead."""
         others = [j for j in range(self.world) if j != self.rank and store.check([f"beat/{j}"])]  # started
         keys = [f"beat/{j}" for j in others]
+        self._probe.clear()  # one comparison per request
         before = store.multi_get(keys)
         if self._stop.wait(3 * self.interval):
             return
@@ -357,22 +351,31 @@ class Watchdog:
         """Leave the watch: record ``exc`` as this rank's failure (unless it is the consequence of another rank's
         failure, which is then named on stderr), stop the thread and say goodbye.  Before ``destroy_process_group``."""
         self._closing.set()
-        try:
-            if exc is not None:
-                failure = exc if isinstance(exc, RankFailure) else self.failure
+        if exc is not None:
+            failure = exc if isinstance(exc, RankFailure) else self.failure
+            try:
                 if failure is None:  # another rank's failure recorded already?
                     failure = self._recorded(self._main)
                 if failure is None and is_comm_error(exc):  # a collective's error not turned into RankFailure
                     failure = self.explain()
                 if failure is None:
                     self._record(self._main, self.rank, one_line(exc))
-                elif not isinstance(exc, RankFailure):
-                    print(f"elecsolver: rank {self.rank}: stopping: {failure}", file=sys.stderr, flush=True)
-        except Exception as err:  # noqa: BLE001 (the store is gone: nothing to record into)
-            log.debug("could not record the failure: %s", err)
+            except Exception as err:  # noqa: BLE001 (the store is gone: nothing to record into)
+                if failure is None and is_comm_error(exc):
+                    failure = self._lost(err)
+                log.debug("could not record the failure: %s", err)
+            if failure is not None and not isinstance(exc, RankFailure):
+                print(f"elecsolver: rank {self.rank}: stopping: {failure}", file=sys.stderr, flush=True)
         self.stop()
         with contextlib.suppress(Exception):
             self._leave(self._main)
+
+    def _lost(self, err: BaseException) -> RankFailure:
+        if self.store_host is not None:
+            return RankFailure(self.store_host, f"died: the rendezvous store it hosted stopped answering "
+                                                f"({one_line(err, 160)})")
+        return RankFailure(None, f"the rendezvous store stopped answering ({one_line(err, 160)}); a rank or the "
+                                 "launcher's agent has failed")
 
     def _recorded(self, store) -> RankFailure | None:
         if store.check(["first"]):

@@ -13,7 +13,8 @@ node when ranks are placed by node):
 This module is the only place in the package that creates process groups (``init_data_parallel`` joins
 the world group).  Every group gets an explicit timeout.  Cf. torch.distributed.device_mesh and
 torchtitan's ParallelDims; the mesh here is kept small and explicit so that the equality tests can
-name every group.
+name every group.  Its collectives run inside :func:`elecsolver.parallel.failure.collective`, so that one failing
+because another rank failed says which rank and why.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import datetime
 from dataclasses import dataclass, field
 
 import torch.distributed as dist
+
+from .failure import collective
 
 __all__ = ["AXES", "DeviceMesh", "MeshError"]
 
@@ -157,26 +160,30 @@ class DeviceMesh:
         """Sum ``tensor`` in place over the ranks of ``axis``; returns it."""
         g = self.group(axis)
         if g is not None:
-            dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=g)
+            with collective():
+                dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=g)
         return tensor
 
     def all_reduce_max(self, tensor, axis: str = "world"):
         """Maximum of ``tensor`` in place over the ranks of ``axis``; returns it."""
         g = self.group(axis)
         if g is not None:
-            dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=g)
+            with collective():
+                dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=g)
         return tensor
 
     def broadcast(self, tensor, src_index: int = 0, axis: str = "dp"):
         """Overwrite ``tensor`` in place with that of the rank at position ``src_index`` along ``axis``."""
         g = self.group(axis)
         if g is not None:
-            dist.broadcast(tensor, src=self.ranks(axis)[src_index], group=g)
+            with collective():
+                dist.broadcast(tensor, src=self.ranks(axis)[src_index], group=g)
         return tensor
 
     def barrier(self) -> None:
         if self.world > 1:
-            dist.barrier(group=self._groups["world"])
+            with collective():
+                dist.barrier(group=self._groups["world"])
 
     def describe(self) -> str:
         return (f"rank {self.rank} of {self.world}: dp {self.dp_index}/{self.dp}, tp {self.tp_index}/{self.tp}, "

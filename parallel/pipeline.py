@@ -229,6 +229,13 @@ def split_network(model: nn.Module, n_stages: int, stage: int) -> PipelineStage:
     layers = list(body)
     bounds = partition_layers([_n_params(m) for m in layers], n_stages,
                               sum(_n_params(h) for h in heads))
+    costs = [_n_params(m) for m in layers]
+    costs[-1] += sum(_n_params(h) for h in heads)
+    without = [k for k, (a, b) in enumerate(bounds) if sum(costs[a:b]) == 0]
+    if without:
+        trainable = sum(1 for c in costs if c > 0)
+        raise ValueError(f"pipeline stage(s) {without} of {n_stages} would hold no parameters (the body has "
+                         f"{trainable} layers with parameters); use --pp {trainable} or less, or a deeper network")
     start, stop = bounds[stage]
     names = list(body._modules.keys())
     if names != [str(i) for i in range(len(layers))]:
@@ -474,16 +481,15 @@ class PipelineSchedule:
             raise ValueError(f"got {len(batches)} batches for {len(self.constraints)} constraints")
         m = self.microbatches
         active, empty = [], []
-        for ci, (c, (pts, _, _, _)) in enumerate(zip(self.constraints, batches)):
-            n = int(pts.shape[0])
-            if n == 0:
-                empty.append(ci)
-            elif n < m:
-                raise ValueError(f"loss term {c.name!r} has {n} points on this rank, fewer than the {m} pipeline "
-                                 f"micro-batches; use fewer micro-batches (--microbatches {n} or less) or more "
-                                 f"points for {c.name!r}")
-            else:
-                active.append(ci)
+        short = [(c.name, int(pts.shape[0])) for c, (pts, _, _, _) in zip(self.constraints, batches)
+                 if 0 < int(pts.shape[0]) < m]
+        if short:
+            fewest = min(n for _, n in short)
+            names = ", ".join(f"{name!r} ({n})" for name, n in short)
+            raise ValueError(f"loss terms with fewer points on this rank than the {m} pipeline micro-batches: "
+                             f"{names}; use --microbatches {fewest} or less, or more points for them")
+        for ci, (pts, _, _, _) in enumerate(batches):
+            (empty if int(pts.shape[0]) == 0 else active).append(ci)
         splits = {}
         for ci in active:
             pts, nrm, w, denom = batches[ci]
@@ -538,6 +544,11 @@ class PipelineSchedule:
         if received is not None:
             g = received.grad if received.grad is not None else torch.zeros_like(received)
             self._send(g, self.prev_rank)
+
+    def check_batches(self, batches: Sequence[tuple]) -> None:
+        """Raise the ValueError :meth:`__call__` would raise for these batches (too few points for the
+        micro-batches), without running anything."""
+        self._items(batches)
 
     def __call__(self, batches: Sequence[tuple], scale=1.0) -> torch.Tensor:
         """Forward and backward of all work items; gradients accumulate into the stage parameters' ``.grad``.

@@ -254,7 +254,8 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
         barrier=mesh.barrier, is_writer=mesh.rank == 0,
         checkpoint_name="checkpoint.pt" if shard == (0, 0) else f"checkpoint-tp{shard[0]}-pp{shard[1]}.pt",
         checkpoint_writer=mesh.dp_index == 0, model_parallel=mesh.tp * mesh.pp, **hooks)
-    ctx.extra.update(mesh=mesh, layout={"dp": mesh.dp, "tp": mesh.tp, "pp": mesh.pp}, parallel=opts.as_dict())
+    ctx.extra.update(mesh=mesh, layout={"dp": mesh.dp, "tp": mesh.tp, "pp": mesh.pp},
+                     parallel={**opts.as_dict(), "dp": mesh.dp, "microbatches": opts.n_microbatches})
     if world > 1:
         log.info("%s; %s", mesh.describe(), ", ".join(f"{k}={v}" for k, v in opts.as_dict().items()
                                                       if k not in ("loss_scale", "timeout_s")))

@@ -9,7 +9,6 @@ none: one process.  Rank 0 saves the loss curve and the final parameters.
 """
 
 import json
-import os
 import sys
 
 import numpy as np
@@ -75,8 +74,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    # The results are saved and the group is left; skip interpreter teardown, where a gloo/store
-    # background thread has occasionally aborted the process ("terminate called without an active
-    # exception", exit -6) after everything was written (cause not found yet; see the closing note).
-    sys.stdout.flush()
-    os._exit(0)

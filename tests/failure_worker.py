@@ -1,6 +1,8 @@
 """One rank of the failure tests (run as a subprocess by test_failure.py, or under mpirun).
 
 Usage: python failure_worker.py ELECSOLVER_ARGS...   (the arguments of ``elecsolver``, e.g. ``run PROBLEM ...``)
+       python failure_worker.py threads           (join, build an optimizer, one all-reduce, leave: prints the
+                                                   process-group threads left after shutdown(); exit 1 if any)
 
 It runs the real command line (``elecsolver.cli.main``, so the composition in ``cli.train``) with the
 trainer's ``train_step`` wrapped to fail on one rank, chosen by environment variables:
@@ -80,6 +82,25 @@ def _inject() -> None:
     Trainer.train_step = train_step
 
 
+def threads_after_shutdown() -> int:
+    """The abort at exit: no process-group thread may outlive shutdown() (see data_parallel.init_data_parallel)."""
+    import torch
+    from elecsolver.parallel.failure import gloo_threads
+
+    comm, info, _ = data_parallel.init_data_parallel("cpu")
+    model = torch.nn.Linear(3, 3)
+    torch.optim.Adam(model.parameters())  # the first optimizer imports torch._dynamo, after the group exists
+    captured = "torch.distributed.nn.functional" in sys.modules
+    comm.all_reduce_sum_(torch.ones(3))
+    data_parallel.shutdown()
+    left = gloo_threads()
+    print(f"rank {info.rank}: torch.distributed.nn.functional imported: {captured}; threads after shutdown: {left}",
+          flush=True)
+    return 1 if left else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["threads"]:
+        sys.exit(threads_after_shutdown())
     _inject()
     sys.exit(main(sys.argv[1:]))

@@ -138,7 +138,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    # as dp_worker.py: the results are saved and the group is left; skip the interpreter teardown, where a
-    # gloo background thread has occasionally aborted a finished process
-    sys.stdout.flush()
-    os._exit(0)

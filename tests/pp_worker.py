@@ -11,7 +11,6 @@ Adam steps, and the round-trip checks of full_state_dict / load_full_state_dict 
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import numpy as np
@@ -113,5 +112,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    os._exit(0)  # as dp_worker.py: skip interpreter teardown (a gloo thread has aborted it after the work)

@@ -107,7 +107,8 @@ def _mpirun(args, timeout=600):
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
-@pytest.mark.parametrize("strategy", [["--tp", "2"], ["--pp", "2", "--microbatches", "3", "--schedule", "gpipe"]],
+@pytest.mark.parametrize("strategy", [["--tp", "2"], pytest.param(["--pp", "2", "--microbatches", "3", "--schedule",
+                                                                   "gpipe"], marks=pytest.mark.slow)],
                          ids=["tp2", "pp2"])
 def test_mpirun_model_parallel_run_exports_what_one_process_does(tmp_path, one_process, strategy):
     """The CLI under mpirun with a sharded (tp) or split (pp) network: the loss curve, the exported fields'
@@ -159,3 +160,37 @@ def test_parallel_strategies_example_agrees_with_one_process():
         assert needed in names
     assert len(rows) == 7
     assert all(float(line.split()[-1]) <= 1e-10 for line in rows)
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+@pytest.mark.parametrize("strategy", [["--tp", "2"], pytest.param(["--pp", "2", "--microbatches", "3"],
+                                                                  marks=pytest.mark.slow)], ids=["tp2", "pp2"])
+def test_mpirun_model_parallel_resume_continues_exactly(tmp_path, one_process, strategy):
+    """Stopped after 2 of 4 steps and resumed, every shard from its own checkpoint file: the same errors as the
+    uninterrupted one-process run (float64)."""
+    import json
+
+    out = tmp_path / "res"
+    first = _mpirun([*ARGS_SMALL, *strategy, "--stop-after", "2", "--out", str(out)])
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert len(list(out.glob("checkpoint*.pt"))) == 2
+    second = _mpirun([*ARGS_SMALL, *strategy, "--resume", "--out", str(out)])
+    assert second.returncode == 0, second.stdout + second.stderr
+    ma = json.loads((one_process / "metrics.json").read_text())
+    mb = json.loads((out / "metrics.json").read_text())
+    for w in ma["rel_l2"]:
+        for f, v in ma["rel_l2"][w].items():
+            assert abs(mb["rel_l2"][w][f] - v) <= 1e-9 * v, (w, f)
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+@pytest.mark.parametrize("bad, words", [
+    (["--tp", "2", "--set", "network.width=15"], "not a multiple of tp=2"),
+    pytest.param(["--pp", "2", "--microbatches", "60"], "use --microbatches 45 or less", marks=pytest.mark.slow),
+], ids=["width", "microbatches"])
+def test_mpirun_layout_the_network_does_not_fit_is_one_clear_error(tmp_path, bad, words):
+    r = _mpirun([*ARGS_SMALL, *bad, "--out", str(tmp_path / "bad")], timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr and r.stderr.count("elecsolver: error:") == 1
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "bad").exists()

@@ -12,7 +12,6 @@ reference, so that both sides build the same seeded network on the same points.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
@@ -169,5 +168,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    os._exit(0)  # as dp_worker.py: skip interpreter teardown (a gloo thread has aborted it at exit)

@@ -119,6 +119,12 @@ class Trainer:
                             optimizer_state_dict=ctx.optimizer_state_dict)
         self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
+        check = getattr(forward_backward, "check_batches", None)
+        if check is not None:  # e.g. a pipeline's micro-batches against the points: refuse before training
+            try:
+                check(self._batches_now())
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         self.history: list[dict] = []
         self.check_residuals()
 
@@ -377,6 +383,7 @@ class Trainer:
         random.setstate(state["python_rng"])
         self.step, self.wall_s = state["step"], state["wall_s"]
         self.points_processed, self.history = state["points_processed"], state["history"]
+        self._eval_model = None
 
 
 def _diff_keys(a, b, prefix: str = "") -> list[str]:
