@@ -41,6 +41,7 @@ __all__ = [
     "build_body",
     "build_network",
     "flat_multiscale_layers",
+    "grouped_matmul",
     "register_head",
     "register_layer",
 ]
@@ -342,6 +343,17 @@ class ScaleReplicate(nn.Module):
         return f"factors={self.factors.tolist()}"
 
 
+def grouped_matmul(t: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Block-diagonal product: ``t`` [..., G in] (G contiguous feature groups) times each group's ``weight[g]``
+    [out, in] transposed, as one batched matmul over [G, M, in] (M the leading elements), without expanding the
+    weight per point.  Returns [..., G, out]."""
+    groups, n_out, n_in = weight.shape
+    lead = t.shape[:-1]
+    g = t.reshape(-1, groups, n_in).transpose(0, 1)       # [G, M, in]
+    y = torch.bmm(g, weight.transpose(1, 2))              # [G, M, out]
+    return y.transpose(0, 1).reshape(*lead, groups, n_out)
+
+
 class GroupedJetLinear(nn.Module):
     """G independent linear maps side by side (a block-diagonal linear layer): group g maps features
     g*in ... (g+1)*in - 1 to g*out ... (g+1)*out - 1 with its own weight [out, in] and bias [out]; on jets
@@ -376,10 +388,8 @@ class GroupedJetLinear(nn.Module):
             out.bias.copy_(torch.stack([lin.bias for lin in linears]))
         return out
 
-    def _matmul(self, t: torch.Tensor) -> torch.Tensor:  # [..., G in] -> [..., G out], no bias
-        g = t.unflatten(-1, (self.groups, self.in_features))          # [..., G, in]
-        y = torch.matmul(g.unsqueeze(-2), self.weight.transpose(1, 2)).squeeze(-2)  # [..., G, out]
-        return y
+    def _matmul(self, t: torch.Tensor) -> torch.Tensor:  # [..., G in] -> [..., G, out], no bias
+        return grouped_matmul(t, self.weight)
 
     def forward(self, x):
         if isinstance(x, Jet):

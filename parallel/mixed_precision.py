@@ -57,7 +57,7 @@ import torch
 from torch import nn
 
 from elecsolver.jets import Jet
-from elecsolver.networks import FourierFeatures, GroupedJetLinear, JetLinear
+from elecsolver.networks import FourierFeatures, GroupedJetLinear, JetLinear, grouped_matmul
 
 __all__ = [
     "PRECISIONS",
@@ -224,8 +224,7 @@ class MixedPrecisionGroupedJetLinear(_MixedPrecisionLayer, GroupedJetLinear):
             v = (self._matmul(value) + self.bias).flatten(-2)                      # [N, G out], low precision
         with self._wide_context(rest.device):
             dt = _wide(torch.promote_types(rest.dtype, self.weight.dtype))
-            g = rest.to(dt).unflatten(-1, (self.groups, self.in_features))         # [C - 1, N, G, in]
-            r = torch.matmul(g.unsqueeze(-2), self.weight.to(dt).transpose(1, 2)).squeeze(-2).flatten(-2)
+            r = grouped_matmul(rest.to(dt), self.weight.to(dt)).flatten(-2)       # [C - 1, N, G out]
         return x.like(torch.cat([v.unsqueeze(0).to(r.dtype), r], dim=0))
 
     def extra_repr(self) -> str:

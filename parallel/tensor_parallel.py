@@ -44,7 +44,7 @@ import torch.distributed as dist
 from torch import nn
 
 from elecsolver.jets import Jet
-from elecsolver.networks import Activation, GroupedJetLinear, JetLinear
+from elecsolver.networks import Activation, GroupedJetLinear, JetLinear, grouped_matmul
 
 __all__ = [
     "ColumnParallelGroupedJetLinear",
@@ -355,8 +355,7 @@ class ColumnParallelGroupedJetLinear(_TPLinearBase):
         self._setup(tp)
 
     def _matmul(self, t: torch.Tensor) -> torch.Tensor:  # [..., G in] -> [..., G, out/tp]
-        g = t.unflatten(-1, (self.groups, self.in_features))
-        return torch.matmul(g.unsqueeze(-2), self.weight.transpose(1, 2)).squeeze(-2)
+        return grouped_matmul(t, self.weight)
 
     def forward(self, x):
         if isinstance(x, Jet):
@@ -407,8 +406,7 @@ class RowParallelGroupedJetLinear(_TPLinearBase):
         self._setup(tp)
 
     def _matmul(self, t: torch.Tensor) -> torch.Tensor:  # [..., G in/tp] -> [..., G, out] (partial sums)
-        g = t.unflatten(-1, (self.groups, self.in_features // self.tp_size))
-        return torch.matmul(g.unsqueeze(-2), self.weight.transpose(1, 2)).squeeze(-2)
+        return grouped_matmul(t, self.weight)
 
     def forward(self, x):
         if isinstance(x, Jet):
