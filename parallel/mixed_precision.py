@@ -140,6 +140,30 @@ class _MixedPrecisionLayer:
 
     precision: str
 
+    @classmethod
+    def from_module(cls, layer: nn.Module, precision: str):
+        """A precision-aware layer holding ``layer``'s very Parameter and buffer objects (so optimizers and state
+        dicts are unchanged) and its other attributes (feature counts, groups).
+
+        Raises
+        ------
+        ValueError
+            For a precision other than "bf16" or "fp16".
+        """
+        if precision not in _DTYPES:
+            raise ValueError(f"a mixed-precision layer needs precision 'bf16' or 'fp16', got {precision!r}")
+        new = cls.__new__(cls)
+        nn.Module.__init__(new)
+        for k, v in vars(layer).items():
+            if not k.startswith("_"):
+                setattr(new, k, v)
+        for k, p in layer._parameters.items():  # None entries too (a linear layer without bias)
+            new.register_parameter(k, p)
+        for k, b in layer.named_buffers(recurse=False):
+            new.register_buffer(k, b)
+        new.precision = precision
+        return new
+
     @property
     def low_dtype(self) -> torch.dtype:
         return _DTYPES[self.precision]
@@ -165,19 +189,6 @@ class MixedPrecisionJetLinear(_MixedPrecisionLayer, JetLinear):
     usual (autocast applies if it is on).  Build it with :meth:`from_module`, which shares the weights.
     """
 
-    @classmethod
-    def from_module(cls, layer: JetLinear, precision: str) -> MixedPrecisionJetLinear:
-        """A precision-aware layer holding ``layer``'s very Parameter objects (weight [out, in], bias [out])."""
-        if precision not in _DTYPES:
-            raise ValueError(f"a mixed-precision layer needs precision 'bf16' or 'fp16', got {precision!r}")
-        new = cls.__new__(cls)
-        nn.Module.__init__(new)
-        new.in_features, new.out_features = layer.in_features, layer.out_features
-        new.weight = layer.weight
-        new.bias = layer.bias
-        new.training = layer.training
-        new.precision = precision
-        return new
 
     def forward(self, x):
         if not isinstance(x, Jet):
@@ -202,19 +213,6 @@ class MixedPrecisionGroupedJetLinear(_MixedPrecisionLayer, GroupedJetLinear):
     applies if it is on).  Build it with :meth:`from_module`, which shares the weights.
     """
 
-    @classmethod
-    def from_module(cls, layer: GroupedJetLinear, precision: str) -> MixedPrecisionGroupedJetLinear:
-        """A precision-aware layer holding ``layer``'s very Parameter objects (weight [G, out, in], bias [G, out])."""
-        if precision not in _DTYPES:
-            raise ValueError(f"a mixed-precision layer needs precision 'bf16' or 'fp16', got {precision!r}")
-        new = cls.__new__(cls)
-        nn.Module.__init__(new)
-        new.groups, new.in_features, new.out_features = layer.groups, layer.in_features, layer.out_features
-        new.weight = layer.weight
-        new.bias = layer.bias
-        new.training = layer.training
-        new.precision = precision
-        return new
 
     def forward(self, x):
         if not isinstance(x, Jet):
@@ -239,17 +237,6 @@ class MixedPrecisionFourierFeatures(_MixedPrecisionLayer, FourierFeatures):
     Plain tensors are also mapped with autocast off.  The buffer B is shared with the original.
     """
 
-    @classmethod
-    def from_module(cls, layer: FourierFeatures, precision: str) -> MixedPrecisionFourierFeatures:
-        """A precision-aware copy sharing ``layer``'s buffer B [m, d]."""
-        if precision not in _DTYPES:
-            raise ValueError(f"a mixed-precision layer needs precision 'bf16' or 'fp16', got {precision!r}")
-        new = cls.__new__(cls)
-        nn.Module.__init__(new)
-        new.register_buffer("B", layer.B)
-        new.training = layer.training
-        new.precision = precision
-        return new
 
     def forward(self, x):
         t = x.channels if isinstance(x, Jet) else x
