@@ -16,7 +16,7 @@ import time
 
 import torch
 
-__all__ = ["COMMUNICATION_MARKERS", "is_communication", "profile_steps", "split_times"]
+__all__ = ["COMMUNICATION_MARKERS", "is_communication", "peak_allocated_mib", "profile_steps", "split_times"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,34 @@ def split_times(prof) -> tuple[float, float]:
         else:
             compute += t
     return compute, comm
+
+
+def peak_allocated_mib(fn) -> float:
+    """Peak of the bytes held by torch's CPU allocator while ``fn()`` runs, above what was held at its start, in MiB.
+
+    Counted from the allocation and free events that :class:`torch.profiler.profile` records with
+    ``profile_memory=True`` (summed in time order; the peak of the running sum).  Unlike the process's resident
+    high-water mark (``getrusage``), this does not depend on what earlier work left resident in malloc's free
+    lists, nor on how a sandboxed kernel reports ``ru_maxrss``; it counts tensors only, not Python objects.
+
+    Raises
+    ------
+    RuntimeError
+        If this torch build's profiler records no memory events.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    if not events:
+        raise RuntimeError("torch.profiler recorded no memory events: this torch build cannot measure peak memory")
+    held = peak = 0
+    for _, nbytes in events:
+        held += nbytes
+        peak = max(peak, held)
+    return peak / 2**20
 
 
 def profile_steps(trainer, stop_after: int | None = None, steps: int = 3) -> dict:

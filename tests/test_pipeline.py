@@ -158,6 +158,6 @@ def test_too_few_points_for_the_microbatches():
     pts, nrm, w, denom = batches[2]
     batches[2] = (pts[:3], nrm[:3], w[:3], denom)
     name = constraints[2].name
-    with pytest.raises(ValueError, match=rf"{name!r} has 3 points .* fewer than the 4 .*--microbatches 3"):
+    with pytest.raises(ValueError, match=rf"fewer points on this rank than the 4 pipeline micro-batches: {name!r} \(3\); use --microbatches 3 or less"):
         sched(batches)
     assert all(p.grad is None for p in stage.parameters())  # raised before any work
