@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from elecsolver.problem import Problem
 
+from .electrostatics_coax import ElectrostaticsCoax
 from .helmholtz_square import HelmholtzSquare
+from .magnetostatics_wire import MagnetostaticsWire
+from .maxwell_cavity_2d import MaxwellCavity2D
 from .maxwell_point_source_2d import MaxwellPointSource2D
 
 __all__ = ["REGISTRY", "get_problem_class", "register"]
@@ -34,3 +37,6 @@ def get_problem_class(name: str) -> type[Problem]:
 
 register(MaxwellPointSource2D)
 register(HelmholtzSquare)
+register(MaxwellCavity2D)
+register(ElectrostaticsCoax)
+register(MagnetostaticsWire)
