@@ -1,4 +1,5 @@
-"""The closed-form problems of the library (maxwell-cavity-2d, electrostatics-coax, magnetostatics-wire): their
+"""The closed-form problems of the library (maxwell-cavity-2d, maxwell-plane-wave-2d, electrostatics-coax,
+magnetostatics-wire): their
 refusals, and their references put into their own PDE and conditions at random points.
 
 The registry test measures a reference's residual against r(u + eps u) - r(u), which is zero for a homogeneous
@@ -19,10 +20,13 @@ import elecsolver as es
 from elecsolver.config import apply_overrides
 from elecsolver.training.loss import constraint_residual
 
-LIBRARY = ("maxwell-cavity-2d", "electrostatics-coax", "magnetostatics-wire")
+LIBRARY = ("maxwell-cavity-2d", "maxwell-plane-wave-2d", "electrostatics-coax", "magnetostatics-wire")
 VARIANTS = [("maxwell-cavity-2d", []), ("maxwell-cavity-2d", ['mode.polarisation="TE"', "mode.m=2", "mode.n=0"]),
             ("maxwell-cavity-2d", ['mode.polarisation="TE"', "mode.m=0", "mode.n=3", "cavity.a=0.03"]),
             ("maxwell-cavity-2d", ["mode.m=3", "mode.n=2", "mode.amplitude=250.0"]),
+            ("maxwell-plane-wave-2d", []),
+            ("maxwell-plane-wave-2d", ['pulse.polarisation="TE"', "pulse.angle=-120.0", "pulse.width=0.15"]),
+            ("maxwell-plane-wave-2d", ["domain.half_width=0.05", "pulse.start=0.0", "window.travel=0.02"]),
             ("electrostatics-coax", []), ("electrostatics-coax", ["coax.V0=-50.0", "coax.b=0.01"]),
             ("magnetostatics-wire", []), ("magnetostatics-wire", ["wire.I=20.0", "wire.a=0.002", "wire.R=0.003"])]
 
@@ -111,7 +115,39 @@ def test_cavity_refuses_modes_that_are_no_cavity_modes(overrides, words):
     assert all(w in str(exc.value) for w in words), str(exc.value)
 
 
+def test_plane_wave_is_a_transverse_pulse_moving_at_c0():
+    """The closed form is g(k . r - s0 - c0 t) with E, H and k orthogonal and |E| = eta0 |H| (a plane wave in vacuum),
+    for both polarisations; its centre at t = T_end lies window.travel metres further along k."""
+    for pol, e_names, h_names in (("TM", ("Ez",), ("Hx", "Hy")), ("TE", ("Ex", "Ey"), ("Hz",))):
+        p = build("maxwell-plane-wave-2d", [f'pulse.polarisation="{pol}"'])
+        kx, ky = p.k
+        assert (kx, ky) == pytest.approx((math.cos(math.radians(30.0)), math.sin(math.radians(30.0))), rel=1e-15)
+        g = torch.Generator().manual_seed(1)
+        x, y = (2 * torch.rand(300, generator=g, dtype=torch.float64) - 1 for _ in range(2))
+        t = p.domain.t1 * torch.rand(300, generator=g, dtype=torch.float64)
+        f = p.exact(x, y, t)
+        e = [f[n] for n in e_names] + [torch.zeros_like(x)] * (3 - len(e_names))
+        hvec = [f[n] for n in h_names] + [torch.zeros_like(x)] * (3 - len(h_names))
+        if pol == "TM":
+            ev, hv = torch.stack([0 * x, 0 * x, e[0]]), torch.stack([hvec[0], hvec[1], 0 * x])
+        else:
+            ev, hv = torch.stack([e[0], e[1], 0 * x]), torch.stack([0 * x, 0 * x, hvec[0]])
+        k = torch.tensor([kx, ky, 0.0], dtype=torch.float64)[:, None]
+        assert float((ev * hv).sum(0).abs().max()) < 1e-15 and float((ev * k).sum(0).abs().max()) < 1e-15
+        assert torch.allclose(ev.norm(dim=0), es.ETA0 * hv.norm(dim=0), rtol=1e-12, atol=1e-300)
+        # E x H points along k (the pulse carries energy forward)
+        s = torch.linalg.cross(ev.T, hv.T).T
+        assert float(((s * k).sum(0) - s.norm(dim=0)).abs().max()) < 1e-12 * float(s.norm(dim=0).max())
+    cfg = p.config["pulse"]
+    r_end = (cfg["start"] + p.config["window"]["travel"]) * torch.tensor([kx, ky], dtype=torch.float64)
+    peak = p.exact(r_end[:1], r_end[1:], torch.full((1,), p.domain.t1, dtype=torch.float64))["Hz"]
+    assert float(peak) * es.ETA0 == pytest.approx(cfg["amplitude"], rel=1e-12)
+
+
 @pytest.mark.parametrize(("name", "overrides", "words"), [
+    ("maxwell-plane-wave-2d", ['pulse.polarisation="TEM"'], ["pulse.polarisation", "'TM'"]),
+    ("maxwell-plane-wave-2d", ["pulse.width=0"], ["pulse.width"]),
+    ("maxwell-plane-wave-2d", ["window.travel=-1.0"], ["window.travel"]),
     ("electrostatics-coax", ["coax.a=0.004"], ["coax.a < coax.b"]),
     ("electrostatics-coax", ["coax.V0=0"], ["coax.V0"]),
     ("magnetostatics-wire", ["wire.R=0.0005"], ["wire.a < wire.R"]),

@@ -49,10 +49,11 @@ def test_reference_satisfies_the_pde_and_the_conditions(name):
                                        "autograd").detach()
 
         r = res(1.0)
-        # the size of the operator applied to the solution: r(u + eps u) - r(u) = eps L u (the source cancels)
-        size = (res(1.0 + eps) - r).norm() / eps
-        assert float(size) > 0, (name, c.name)
-        assert float(r.norm() / size) < 1e-8, (name, c.name, float(r.norm() / size))
+        # the size of the operator applied to the solution: r(u + eps u) - r(u) = eps L u (the source cancels).
+        # That is zero for a homogeneous equation (a source-free cavity, Laplace) or a zero boundary value; there
+        # the floor is the residual of an O(1) field per point in training units: sqrt(number of points)
+        size = max(float((res(1.0 + eps) - r).norm() / eps), pts.shape[0] ** 0.5)
+        assert float(r.norm()) / size < 1e-8, (name, c.name, float(r.norm()) / size)
 
 
 @pytest.mark.parametrize("name", NAMES)
