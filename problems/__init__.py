@@ -8,6 +8,7 @@ from .electrostatics_coax import ElectrostaticsCoax
 from .helmholtz_square import HelmholtzSquare
 from .magnetostatics_wire import MagnetostaticsWire
 from .maxwell_cavity_2d import MaxwellCavity2D
+from .maxwell_cavity_3d import MaxwellCavity3D
 from .maxwell_plane_wave_2d import MaxwellPlaneWave2D
 from .maxwell_point_source_2d import MaxwellPointSource2D
 
@@ -40,5 +41,6 @@ register(MaxwellPointSource2D)
 register(HelmholtzSquare)
 register(MaxwellCavity2D)
 register(MaxwellPlaneWave2D)
+register(MaxwellCavity3D)
 register(ElectrostaticsCoax)
 register(MagnetostaticsWire)

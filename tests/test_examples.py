@@ -57,3 +57,34 @@ def test_scripted_te_cavity_learns_the_mode(tmp_path):
     for field, err in m["rel_l2"]["full"].items():
         assert err < 0.33, (field, err)
     assert (tmp_path / "pec_cavity_te" / "fields.xdmf").is_file()
+
+
+def test_cavity_3d_example_writes_fields_reference_and_plots(tmp_path):
+    """examples/cavity_3d.py, run with python as the user runs it: fields.h5 holds the six components on the 3-D
+    grid at every time in SI units ([nt, nz, ny, nx]), its reference is TE_101's closed form, and the vanishing fields' errors are
+    finite (relative to their group)."""
+    import math
+    import os
+    import subprocess
+    import sys
+
+    import h5py
+    import numpy as np
+
+    out = tmp_path / "cav3d"
+    sizes = ["--set", "output.nx=6", "--set", "output.ny=4", "--set", "output.nz=5", "--set", "output.nt=3"]
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "cavity_3d.py"), "--preset", "ci", "--steps", "3",
+                           "--out", str(out), "--quiet", *sizes], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(out / "fields.h5") as f:
+        x, y, z, t = (f[f"coords/{k}"][()] for k in "xyzt")
+        assert f["fields/Ey"].shape == (3, 5, 4, 6) and f["reference/Hz"].attrs["units"] == "A/m"
+        ey = f["reference/Ey"][()]
+        assert not f["reference/Ez"][()].any()
+    w = 299792458.0 * math.pi * math.sqrt(2)  # TE_101 of the 1 x 0.5 x 1 m box
+    T, Z, _, X = np.meshgrid(t, z, y, x, indexing="ij")  # the layout is [nt, nz, ny, nx]
+    assert np.allclose(ey, -np.sin(math.pi * X) * np.sin(math.pi * Z) * np.sin(w * T), rtol=0, atol=1e-12)
+    rel = json.loads((out / "metrics.json").read_text())["rel_l2"]["full"]
+    assert set(rel) == {"Ex", "Ey", "Ez", "Hx", "Hy", "Hz"} and all(math.isfinite(v) for v in rel.values())
+    assert len(list(out.glob("Ey_t*ns.png"))) == 3

@@ -1,5 +1,5 @@
-"""The closed-form problems of the library (maxwell-cavity-2d, maxwell-plane-wave-2d, electrostatics-coax,
-magnetostatics-wire): their
+"""The closed-form problems of the library (maxwell-cavity-2d, maxwell-cavity-3d, maxwell-plane-wave-2d,
+electrostatics-coax, magnetostatics-wire): their
 refusals, and their references put into their own PDE and conditions at random points.
 
 The registry test measures a reference's residual against r(u + eps u) - r(u), which is zero for a homogeneous
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from elecsolver.problems import REGISTRY
@@ -20,10 +21,14 @@ import elecsolver as es
 from elecsolver.config import apply_overrides
 from elecsolver.training.loss import constraint_residual
 
-LIBRARY = ("maxwell-cavity-2d", "maxwell-plane-wave-2d", "electrostatics-coax", "magnetostatics-wire")
+LIBRARY = ("maxwell-cavity-2d", "maxwell-cavity-3d", "maxwell-plane-wave-2d", "electrostatics-coax", "magnetostatics-wire")
 VARIANTS = [("maxwell-cavity-2d", []), ("maxwell-cavity-2d", ['mode.polarisation="TE"', "mode.m=2", "mode.n=0"]),
             ("maxwell-cavity-2d", ['mode.polarisation="TE"', "mode.m=0", "mode.n=3", "cavity.a=0.03"]),
             ("maxwell-cavity-2d", ["mode.m=3", "mode.n=2", "mode.amplitude=250.0"]),
+            ("maxwell-cavity-3d", []), ("maxwell-cavity-3d", ["mode.m=1", "mode.n=1", "mode.p=1"]),
+            ("maxwell-cavity-3d", ["mode.m=2", "mode.n=1", "mode.p=1", "cavity.b=0.7"]),
+            ("maxwell-cavity-3d", ["mode.polarisation=TM", "mode.m=1", "mode.n=1", "mode.p=0"]),
+            ("maxwell-cavity-3d", ["mode.polarisation=TM", "mode.m=1", "mode.n=2", "mode.p=1", "mode.amplitude=40.0"]),
             ("maxwell-plane-wave-2d", []),
             ("maxwell-plane-wave-2d", ['pulse.polarisation="TE"', "pulse.angle=-120.0", "pulse.width=0.15"]),
             ("maxwell-plane-wave-2d", ["domain.half_width=0.05", "pulse.start=0.0", "window.travel=0.02"]),
@@ -144,7 +149,42 @@ def test_plane_wave_is_a_transverse_pulse_moving_at_c0():
     assert float(peak) * es.ETA0 == pytest.approx(cfg["amplitude"], rel=1e-12)
 
 
+def test_cavity_3d_fields_and_frequency():
+    """TE_101 of the 1 x 0.5 x 1 m box: f = c0 / sqrt(2) / 2 m = 212 MHz (Pozar eq. 6.42), Ey = -A sin sin sin(wt)
+    at its peak, H = 0 in E's nodes; the fields that vanish in the mode are exactly zero."""
+    p = build("maxwell-cavity-3d")
+    assert p.omega / (2 * math.pi) == pytest.approx(es.C0 / 2 * math.sqrt(1 + 1), rel=1e-14)
+    assert p.omega / (2 * math.pi) == pytest.approx(211.98528e6, rel=1e-6)
+    t = torch.tensor([math.pi / 2 / p.omega], dtype=torch.float64)
+    half = torch.tensor([0.5], dtype=torch.float64)
+    f = p.exact(half, torch.tensor([0.2], dtype=torch.float64), half, t)
+    assert float(f["Ey"]) == pytest.approx(-1.0, rel=1e-12)
+    assert all(abs(float(f[n])) < 1e-18 for n in ("Ex", "Ez", "Hx", "Hy", "Hz"))
+
+
+def test_cavity_3d_error_of_a_vanishing_field_is_relative_to_its_group():
+    """Ez is zero in a TE mode: its error is ||Ez|| / ||(Ex, Ey, Ez)_ref||, not infinity; the others are plain
+    relative errors."""
+    p = build("maxwell-cavity-3d", ["mode.m=1", "mode.n=1", "mode.p=1", "output.nx=5", "output.ny=4",
+                                    "output.nz=5", "output.nt=3"])
+    ref = p.reference()
+    rng = np.random.default_rng(0)
+    size = {"E": ref.fields["Ey"].std(), "H": ref.fields["Hz"].std()}
+    noisy = {n: ref.fields[n] + 0.01 * size[n[0]] * rng.standard_normal(ref.fields[n].shape) for n in ref.names}
+    pred = ref.with_fields(noisy)
+    rel = p.metrics(pred, ref)["full"]
+    e_norm = math.sqrt(sum(float(np.sum(ref.fields[n] ** 2)) for n in ("Ex", "Ey", "Ez")))
+    assert rel["Ez"] == pytest.approx(float(np.linalg.norm(noisy["Ez"])) / e_norm, rel=1e-12)
+    assert rel["Ex"] == pytest.approx(es.relative_l2(pred, ref)["Ex"], rel=1e-12)
+    assert all(math.isfinite(v) and 0 < v < 0.1 for v in rel.values()), rel
+
+
 @pytest.mark.parametrize(("name", "overrides", "words"), [
+    ("maxwell-cavity-3d", ["mode.p=0"], ["TE_100", "mode.p >= 1"]),
+    ("maxwell-cavity-3d", ["mode.polarisation=TM", "mode.n=0"], ["TM_101", "mode.n >= 1"]),
+    ("maxwell-cavity-3d", ["mode.m=0", "mode.n=0"], ["TE_001"]),
+    ("maxwell-cavity-3d", ["mode.p=1.5"], ["mode.p", "integer"]),
+    ("maxwell-cavity-3d", ["cavity.d=0"], ["cavity.d"]),
     ("maxwell-plane-wave-2d", ['pulse.polarisation="TEM"'], ["pulse.polarisation", "'TM'"]),
     ("maxwell-plane-wave-2d", ["pulse.width=0"], ["pulse.width"]),
     ("maxwell-plane-wave-2d", ["window.travel=-1.0"], ["window.travel"]),
