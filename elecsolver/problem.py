@@ -459,11 +459,17 @@ class Problem:
             self._mask = None if inside.all() else inside.reshape(self.output.shape)
         return self._mask
 
+    def errors(self, fields, reference, t_max: float | None = None) -> dict[str, float]:
+        """The error of each field over times <= ``t_max`` (s; None: all), {field: error}: the relative L2 error
+        (:func:`elecsolver.fields.relative_l2`).  The one place a problem changes how its fields are scored;
+        :meth:`metrics` and :meth:`progress_metrics` both call it."""
+        from .fields import relative_l2
+
+        return relative_l2(fields, reference, t_max=t_max)
+
     def metrics(self, fields, reference) -> dict[str, dict[str, float]]:
         """Relative L2 error per window (``windows``: {name: t_max}) and field, {window: {field: error}}."""
-        from .fields import relative_l2 as rel
-
-        return {w: rel(fields, reference, t_max=t) for w, t in self.windows.items()}
+        return {w: self.errors(fields, reference, t) for w, t in self.windows.items()}
 
     def progress_times(self) -> np.ndarray | None:
         """Output times evaluated during training (those of ``progress_window``; all by default)."""
@@ -474,10 +480,8 @@ class Problem:
 
     def progress_metrics(self, fields, reference) -> dict[str, float]:
         """Flat {label: error} logged during training (the progress window, or every window)."""
-        from .fields import relative_l2 as rel
-
         windows = {self.progress_window: self.windows[self.progress_window]} if self.progress_window else self.windows
-        return {f"{w}_{k}": v for w, t in windows.items() for k, v in rel(fields, reference, t_max=t).items()}
+        return {f"{w}_{k}": v for w, t in windows.items() for k, v in self.errors(fields, reference, t).items()}
 
 
 class _Values(nn.Module):

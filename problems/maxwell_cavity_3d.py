@@ -23,12 +23,13 @@ Scales: L = min(a, b, d), T = L / c0, E0 = A, H0 = A / eta0.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
 
 import elecsolver as es
+
+from .maxwell_cavity_2d import _mode_index
 
 __all__ = ["MaxwellCavity3D"]
 
@@ -62,13 +63,7 @@ class MaxwellCavity3D(es.Problem):
     def setup(self):
         c, mode = self.config, self.config["mode"]
         dims = [c["cavity"][k] for k in "abd"]
-        idx = []
-        for key in "mnp":
-            v = mode[key]
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
-                raise es.ConfigError(f"mode.{key} must be an integer >= 0 (a mode index), got {v!r}")
-            idx.append(int(v))
-        m, n, p = idx
+        m, n, p = (_mode_index(f"mode.{key}", mode[key]) for key in "mnp")
         pol = mode["polarisation"]
         if pol not in ("TE", "TM"):
             raise es.ConfigError(f"mode.polarisation must be 'TE' (Ez = 0) or 'TM' (Hz = 0), got {pol!r}")
@@ -82,7 +77,7 @@ class MaxwellCavity3D(es.Problem):
                 and min(out.values()) >= 2):
             raise es.ConfigError("cavity.a, cavity.b, cavity.d (m), mode.amplitude (V/m) and window.periods must "
                                  "be > 0, output.nx, ny, nz, nt >= 2")
-        self.k = tuple(math.pi * i / L for i, L in zip(idx, dims))
+        self.k = tuple(math.pi * i / L for i, L in zip((m, n, p), dims))
         self.omega = es.C0 * math.hypot(*self.k)
         t_end = c["window"]["periods"] * 2 * math.pi / self.omega
         self.domain = es.TimeDomain(es.Box([0.0, 0.0, 0.0], dims), 0.0, t_end)
@@ -108,20 +103,12 @@ class MaxwellCavity3D(es.Problem):
                 "Ez": amp * sx * sy * cz * ct, "Hx": -h * ky * sx * cy * cz * st, "Hy": h * kx * cx * sy * cz * st,
                 "Hz": zero}
 
-    def _errors(self, fields, reference, t_max):
+    def errors(self, fields, reference, t_max=None):
         """Relative L2 per field; a field that vanishes in this mode relative to the norm of its group (E or H)."""
-        rel = es.relative_l2(fields, reference, t_max=t_max)
+        rel = super().errors(fields, reference, t_max)
         pred, ref = fields.window(t_max).fields, reference.window(t_max).fields
         for name in self.outputs:
             if not np.any(ref[name]):
                 group = math.sqrt(sum(float(np.sum(ref[g] ** 2)) for g in self.outputs if g[0] == name[0]))
                 rel[name] = float(np.linalg.norm(pred[name])) / group
         return rel
-
-    def metrics(self, fields, reference):
-        return {w: self._errors(fields, reference, t) for w, t in self.windows.items()}
-
-    def progress_metrics(self, fields, reference):
-        pw = self.progress_window
-        windows = {pw: self.windows[pw]} if pw else self.windows
-        return {f"{w}_{k}": v for w, t in windows.items() for k, v in self._errors(fields, reference, t).items()}
