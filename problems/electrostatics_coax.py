@@ -62,6 +62,8 @@ class ElectrostaticsCoax(es.Problem):
         self.output = es.GridSites({"x": axis, "y": axis})
 
     def exact(self, x, y):
+        """V (volts) at the SI coordinates (m), tensors [N]; the conductors' potentials outside a < r < b
+        (Jackson sec. 1.7)."""
         c = self.config["coax"]
         r = torch.clamp(torch.sqrt(x**2 + y**2), c["a"], c["b"])  # the conductors' potentials outside a < r < b
         return {"V": c["V0"] * torch.log(c["b"] / r) / math.log(c["b"] / c["a"])}

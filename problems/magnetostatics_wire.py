@@ -67,6 +67,7 @@ class MagnetostaticsWire(es.Problem):
         self.output = es.GridSites({"x": axis, "y": axis})
 
     def exact(self, x, y):
+        """A_z (Wb/m) at the SI coordinates (m), tensors [N], inside and outside the wire (Jackson eq. 5.31)."""
         c = self.config["wire"]
         a, k = c["a"], es.MU0 * c["I"] / (2 * math.pi)
         r2 = x**2 + y**2

@@ -96,6 +96,7 @@ class MaxwellCavity2D(es.Problem):
         return {"Ez": amp * torch.sin(kx * x) * torch.sin(ky * y)}
 
     def exact(self, x, y, t):
+        """The mode's fields (V/m, A/m) at the SI coordinates (m, s), tensors [N] (Pozar sec. 3.3, 6.3)."""
         (kx, ky), amp = self.k, self.config["mode"]["amplitude"]
         k = math.hypot(kx, ky)
         cx, sx, cy, sy = torch.cos(kx * x), torch.sin(kx * x), torch.cos(ky * y), torch.sin(ky * y)

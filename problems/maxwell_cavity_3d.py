@@ -88,6 +88,8 @@ class MaxwellCavity3D(es.Problem):
         self.times = np.linspace(0.0, t_end, out["nt"])
 
     def exact(self, x, y, z, t):
+        """The mode's six fields (V/m, A/m) at the SI coordinates (m, s), tensors [N] (Pozar sec. 6.3); the
+        components that vanish in the mode are zero tensors."""
         (kx, ky, kz), w, amp = self.k, self.omega, self.config["mode"]["amplitude"]
         kt = math.hypot(kx, ky)
         cx, sx, cy, sy, cz, sz = (f(k * u) for k, u in ((kx, x), (ky, y), (kz, z)) for f in (torch.cos, torch.sin))
