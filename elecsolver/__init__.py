@@ -8,7 +8,7 @@
   ``es.Poisson``, ``es.Laplace``), conditions (``es.PEC``, ``es.PMC``, ``es.SilverMueller``, ``es.Dirichlet``,
   ``es.Neumann``, ``es.Robin``, ``es.Initial``), sources (``es.Source``, ``es.GaussianPulse``,
   ``es.GaussianProfile``, ...), ``es.Scales``;
-- the problem base ``es.Problem`` and ``es.ConfigError``;
+- the problem base ``es.Problem``, ``es.Derived`` (an output computed from the fields) and ``es.ConfigError``;
 - training: ``es.train(problem)`` (joins the ranks under mpirun/torchrun/srun, trains, exports), ``es.main``
   (the command line of a script), ``es.Trainer``, ``es.RunContext``;
 - fields: ``es.GridSites``, ``es.MeshSites``, ``es.FieldSet``, ``es.relative_l2``, ``es.write``, ``es.read``.
@@ -32,7 +32,7 @@ from .geometry import (
 )
 from .physics import *
 from .physics import __all__ as _physics_all
-from .problem import Problem
+from .problem import Derived, Problem
 from .scales import C0, EPS0, ETA0, MU0, Scales
 from .training.context import RunContext
 from .training.trainer import Trainer
@@ -67,6 +67,6 @@ def main(problem_class=None, argv=None) -> None:
     sys.exit(script_main(problem_class, argv))
 
 
-__all__ = ["C0", "EPS0", "ETA0", "MU0", "Box", "ConfigError", "Cylinder", "Disk", "Domain", "FieldSet", "GridSites", "Interval", "MeshDomain",
+__all__ = ["C0", "EPS0", "ETA0", "MU0", "Box", "ConfigError", "Cylinder", "Derived", "Disk", "Domain", "FieldSet", "GridSites", "Interval", "MeshDomain",
            "MeshSites", "Polygon", "Problem", "Rectangle", "RunContext", "Scales", "Sphere", "TimeDomain", "Trainer",
            "__version__", "main", "read", "relative_l2", "train", "write", *physics.__all__]  # noqa: PLE0604

@@ -35,7 +35,7 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         The metrics written to metrics.json: problem, preset, steps, wall_s (training wall time in s),
         points_per_s (collocation points per second of training), rel_l2 {window: {field: error}} (empty
         without a reference), world_size (all ranks), parallel (the strategy's options, empty for data
-        parallelism alone).
+        parallelism alone), and for complex fields time_convention (e.g. "exp(-i omega t)").
     """
     problem, out = trainer.problem, Path(out_dir)
     fields = trainer.predict()
@@ -53,6 +53,9 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         "device": str(trainer.device),
     }
     attrs = {"problem": problem.name, "config": problem.config, "scales": problem.scales.as_dict(), "metrics": metrics}
+    if problem.time_convention:  # a time-harmonic problem's complex fields: the phasor convention
+        attrs["time_convention"] = problem.time_convention
+        metrics["time_convention"] = problem.time_convention
     write(fields, out / "fields.h5", reference=reference, attrs=attrs)
     write(fields, out, reference=reference, format="png")
     write_json(out / "metrics.json", metrics)

@@ -40,7 +40,8 @@ class Fields:
     inputs : sequence of str
         Names of the input columns, e.g. ("x", "y", "t").
     outputs : sequence of str
-        Names of the c output components, e.g. ("Ex", "Ey", "Hz").
+        Names of the c output channels, e.g. ("Ex", "Ey", "Hz"); a complex field ``u`` is the pair of
+        channels ``"u.re"``, ``"u.im"``, and reading ``u`` (value or derivative) gives a complex tensor.
 
     Raises
     ------
@@ -53,11 +54,22 @@ class Fields:
             raise ValueError(f"the network gives {jet.data.shape[-1]} components, the problem names {outputs}")
         self.jet, self.inputs, self.outputs = jet, tuple(inputs), tuple(outputs)
 
-    def _component(self, name: str) -> int:
-        try:
+    def _component(self, name: str) -> int | tuple[int, int]:
+        """The channel of a real component, or the (real, imaginary) channels of a complex one."""
+        if name in self.outputs:
             return self.outputs.index(name)
-        except ValueError:
-            raise KeyError(f"no field component {name!r}; this problem has {self.outputs}") from None
+        re, im = f"{name}.re", f"{name}.im"
+        if re in self.outputs and im in self.outputs:
+            return self.outputs.index(re), self.outputs.index(im)
+        fields = tuple(dict.fromkeys(o[:-3] if o.endswith((".re", ".im")) else o for o in self.outputs))
+        raise KeyError(f"no field component {name!r}; this problem has {fields}")
+
+    @staticmethod
+    def _pick(data: torch.Tensor, comp: int | tuple[int, int]) -> torch.Tensor:
+        """Column ``comp`` of [N, c]; a complex tensor [N] for a (real, imaginary) pair of channels."""
+        if isinstance(comp, tuple):
+            return torch.complex(data[:, comp[0]], data[:, comp[1]])
+        return data[:, comp]
 
     def _column(self, wrt: str) -> int:
         try:
@@ -66,8 +78,8 @@ class Fields:
             raise KeyError(f"no input {wrt!r}; this problem's inputs are {self.inputs}") from None
 
     def __getitem__(self, name: str) -> torch.Tensor:
-        """Value of component ``name``, shape [N]."""
-        return self.jet.value[:, self._component(name)]
+        """Value of component ``name``, shape [N] (complex for a complex field carried as ``name.re``/``name.im``)."""
+        return self._pick(self.jet.value, self._component(name))
 
     def d(self, name: str, wrt: str) -> torch.Tensor:
         """d(component ``name``)/d(input ``wrt``), shape [N].
@@ -79,7 +91,7 @@ class Fields:
         """
         col, comp = self._column(wrt), self._component(name)
         try:
-            return self.jet.derivative(col)[:, comp]
+            return self._pick(self.jet.derivative(col), comp)
         except KeyError:
             have = tuple(self.inputs[k] for k in self.jet.wrt)
             raise KeyError(f"d{name}/d{wrt} is read but was not declared: the derivatives carried are along "
@@ -96,7 +108,7 @@ class Fields:
         ci, cj = self._column(wrt_i), self._column(wrt_j)
         comp = self._component(name)
         try:
-            return self.jet.second_derivative(ci, cj)[:, comp]
+            return self._pick(self.jet.second_derivative(ci, cj), comp)
         except KeyError:
             have = [(self.inputs[i], self.inputs[j]) for i, j in self.jet.pairs]
             raise KeyError(f"second derivative along ({wrt_i!r}, {wrt_j!r}) is read but was not declared; carried "
@@ -117,7 +129,7 @@ class Fields:
         if lap is None:
             raise KeyError("no summed Laplacian channel was requested; pass laplacian={'x': 1, 'y': 1, ...} "
                            "to evaluate")
-        return lap[:, comp]
+        return self._pick(lap, comp)
 
     @property
     def laplacian_weights(self) -> dict[str, float] | None:

@@ -11,7 +11,8 @@ A leaf subclass declares, in :meth:`Problem.setup` (which reads ``self.config``,
   and ``times`` (s, or None);
 - optionally ``regions`` ({name: spatial Domain}: extra PDE collocation clouds, e.g. dense points near a
   source), ``heads`` (output transforms in training units, e.g. a near-field ansatz), ``windows``
-  ({name: t_max in s or None}: the error windows of the metrics), ``progress_window`` and a closed form
+  ({name: t_max in s or None}: the error windows of the metrics), ``progress_window``, ``derived``
+  ({name: :class:`Derived`}: outputs computed from the fields, e.g. a total field) and a closed form
   :meth:`exact` (SI, torch tensors in, {field: tensor} out) or an overridden :meth:`reference`.
 
 The base validates the shared configuration blocks (one place: :mod:`elecsolver.training.options`),
@@ -19,11 +20,18 @@ derives the inputs (the domain's axes, then t), nondimensionalises (``scales``),
 constraint from the domain and its tags, builds the network (body from ``network``, heads from the
 declarations) and evaluates the output sites.  A subclass adds checks in :meth:`check`; it never re-lists
 choices other modules own.
+
+Complex fields: a time-harmonic PDE names its complex components in ``complex_fields`` (and its
+``time_convention``, e.g. "exp(-i omega t)"); the network carries each as two real channels
+``"<name>.re"``, ``"<name>.im"`` (``Problem.outputs`` lists the channels, ``Problem.fields`` the fields),
+:class:`~elecsolver.operators.Fields` hands residuals the complex values and derivatives, a complex residual
+enters the loss as |r|^2 = (Re r)^2 + (Im r)^2, and the output FieldSet holds complex128 fields.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -40,7 +48,7 @@ from .sampling import PointCloud
 from .scales import Scales
 from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, TrainingOptions
 
-__all__ = ["Constraint", "Problem", "ProblemError"]
+__all__ = ["Constraint", "Derived", "Problem", "ProblemError"]
 
 _AXES = ("x", "y", "z")
 
@@ -75,6 +83,26 @@ class Constraint:
     weight: float = 1.0
     second: tuple[tuple[str, str], ...] = ()
     laplacian: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Derived:
+    """An output field computed from the PDE's fields at the output sites (e.g. the total field = the
+    scattered field the network solves for + the known incident field).
+
+    Attributes
+    ----------
+    unit : str
+        Its SI unit.
+    fn : callable
+        ``fn(fields, *coords) -> array [n]``: ``fields`` maps every PDE field to its SI values [n] (numpy,
+        complex128 for a complex field), ``coords`` are the SI coordinates [n] (m, then s) in the problem's
+        input order.  It is applied alike to the network's fields and to the reference, so that both carry it
+        and the metrics score it.
+    """
+
+    unit: str
+    fn: Callable[..., np.ndarray]
 
 
 class Problem:
@@ -130,6 +158,7 @@ class Problem:
         self.network = NetworkOptions.from_config(self.config)
         self.conditions, self.scales, self.times, self.regions, self.heads = [], Scales(), None, {}, []
         self.windows, self.progress_window, self.output = {"full": None}, None, None
+        self.derived = {}
         try:
             self.setup()
             self.check()
@@ -197,7 +226,20 @@ class Problem:
         space = self.space_domain
         self.inputs = (*_AXES[: space.dim], *(("t",) if self.time_dependent else ()))
         self.pde.check_inputs(self.inputs)
-        self.outputs = tuple(self.pde.fields)
+        self.fields = tuple(self.pde.fields)
+        self.complex_fields = tuple(getattr(self.pde, "complex_fields", ()))
+        unknown = [n for n in self.complex_fields if n not in self.fields]
+        if unknown:
+            raise ValueError(f"{type(self.pde).__name__}.complex_fields names {unknown}, which are no fields of "
+                             f"{self.fields}")
+        # the network's real output channels: a complex field u is carried as "u.re" and "u.im"
+        self.outputs = tuple(ch for n in self.fields
+                             for ch in ((f"{n}.re", f"{n}.im") if n in self.complex_fields else (n,)))
+        self.time_convention = getattr(self.pde, "time_convention", None) if self.complex_fields else None
+        for name, d in self.derived.items():
+            if not isinstance(d, Derived) or name in self.fields:
+                raise ValueError(f"derived[{name!r}] must be an elecsolver.Derived(unit, fn) whose name is not a "
+                                 f"PDE field {self.fields}")
         self.units = {**{a: "m" for a in self.inputs if a != "t"}, **({"t": "s"} if self.time_dependent else {}),
                       **self.pde.units}
         self.context = Context(self.inputs, self.scales, dict(self.pde.units), self.pde)
@@ -220,10 +262,35 @@ class Problem:
             raise ValueError(f"network.hard_initial imposes one initial state, but {[c.name for c in initial]} "
                              "are declared; keep one")
         self.hard_pec  # noqa: B018 (raises for a domain or condition it cannot impose)
+        self._check_points_per_wavelength()
         terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions)]
         unknown = sorted(set(self.sampling.rar_constraints) - set(terms))
         if unknown:
             raise ConfigError(f"sampling.rar_constraints names {unknown}, which are no loss terms; choose from {terms}")
+
+    def points_per_wavelength(self) -> float | None:
+        """Collocation points per wavelength of the PDE cloud, lambda / (measure / N)^(1/d) with lambda the
+        shortest wavelength (m) the PDE declares (``PDE.wavelength()``, e.g. 2 pi / k of the Helmholtz equation),
+        N the PDE's interior points and the measure the spatial domain's; None when the PDE declares none."""
+        wavelength = getattr(self.pde, "wavelength", lambda: None)()
+        if wavelength is None:
+            return None
+        space = self.space_domain
+        n = self._count(self.pde.name, "interior", getattr(self, "interior_points", None))
+        return float("inf") if n == 0 else wavelength / (space.measure() / n) ** (1.0 / space.dim)
+
+    def _check_points_per_wavelength(self) -> None:
+        """Warn (one line) when the PDE cloud has fewer than 10 points per wavelength: the residual is then not
+        sampled finely enough to pin down an oscillating field."""
+        ppw = self.points_per_wavelength()
+        if ppw is not None and ppw < 10:
+            import warnings
+
+            n = self._count(self.pde.name, "interior", getattr(self, "interior_points", None))
+            need = int(math.ceil(n * (10 / ppw) ** self.space_domain.dim))
+            warnings.warn(f"{self.name}: {n} PDE collocation points give {ppw:.1f} points per wavelength "
+                          f"(lambda = {self.pde.wavelength():.4g} m); use at least 10: sampling.interior >= {need}",
+                          stacklevel=3)
 
     @property
     def time_dependent(self) -> bool:
@@ -424,11 +491,41 @@ class Problem:
         if not self.has_exact():
             return None
 
-        template = self.output_fieldset(np.zeros((self.output_points().shape[0], len(self.outputs))))
-        pts = torch.as_tensor(template.points(), dtype=torch.float64)
-        out = self.exact(*pts.T)
-        cols = [torch.as_tensor(out.get(n, 0.0), dtype=torch.float64).expand(pts.shape[0]) for n in self.outputs]
-        return self.output_fieldset(torch.stack(cols, 1).numpy(), si=True)
+        pts = torch.as_tensor(self._template().points(), dtype=torch.float64)
+        return self.output_fieldset(self.channels(self.exact(*pts.T), pts.shape[0]).numpy(), si=True)
+
+    def _template(self):
+        from .fields import FieldSet
+
+        return FieldSet.from_flat(self.output, np.zeros((_count_rows(self.output, self.times), 1)), ["u"],
+                                  {**self.units, "u": "1"}, times=self.times)
+
+    def channels(self, values: Mapping[str, object], n: int, training_units: bool = False) -> torch.Tensor:
+        """Field values {field: [n] tensor or number, SI; missing fields 0} as the network's output channels
+        [n, len(outputs)], float64: a complex field's real part in ``"<name>.re"``, its imaginary part in
+        ``"<name>.im"`` (divided by each field's scale when ``training_units``).
+
+        Raises
+        ------
+        ValueError
+            For a name that is no field, or a complex value for a real field.
+        """
+        unknown = sorted(set(values) - set(self.fields))
+        if unknown:
+            raise ValueError(f"values for {unknown}, which are no fields of {self.fields}")
+        cols = []
+        for name in self.fields:
+            v = torch.as_tensor(values.get(name, 0.0))
+            v = (v.to(torch.complex128) if v.is_complex() else v.to(torch.float64)).expand(n)
+            if v.is_complex() and name not in self.complex_fields:
+                raise ValueError(f"field {name!r} is real, but complex values were given for it")
+            scale = self.scales.of_unit(self.units[name]) if training_units else 1.0
+            if name in self.complex_fields:
+                v = v.to(torch.complex128)
+                cols += [v.real / scale, v.imag / scale]
+            else:
+                cols.append(v / scale)
+        return torch.stack(cols, 1)
 
     def output_points(self, times: np.ndarray | None = None) -> np.ndarray:
         """Training-unit inputs at every output (time, site), time-major, [nt * S, d]."""
@@ -440,15 +537,35 @@ class Problem:
         return self.training_units(tmpl.points())
 
     def output_fieldset(self, values: np.ndarray, times: np.ndarray | None = None, si: bool = False):
-        """A FieldSet on the output sites from values [nt * S, c] (training units unless ``si``)."""
+        """A FieldSet on the output sites from the network's channels [nt * S, len(outputs)] (training units
+        unless ``si``): complex fields joined from their ``.re``/``.im`` channels (complex128), then the
+        ``derived`` fields added."""
         from .fields import FieldSet
 
         times = self.times if times is None else times
         vals = np.asarray(values, dtype=np.float64)
         if not si:
-            vals = vals * np.array([self.scales.of_unit(self.units[n]) for n in self.outputs])
-        return FieldSet.from_flat(self.output, vals, list(self.outputs), self.units, times=times,
-                                  mask=self.output_mask())
+            vals = vals * np.array([self.scales.of_unit(self.units[n.split(".")[0]]) for n in self.outputs])
+        shape = self.output.shape if times is None else (np.size(times), *self.output.shape)
+        if vals.ndim != 2 or vals.shape[1] != len(self.outputs):
+            raise ValueError(f"values must have shape [nt*S, {len(self.outputs)}] (channels {self.outputs}), got "
+                             f"{list(vals.shape)}")
+        fields = {}
+        for name in self.fields:
+            if name in self.complex_fields:
+                re, im = self.outputs.index(f"{name}.re"), self.outputs.index(f"{name}.im")
+                fields[name] = (vals[:, re] + 1j * vals[:, im]).reshape(shape)
+            else:
+                fields[name] = vals[:, self.outputs.index(name)].reshape(shape)
+        units = dict(self.units)
+        if self.derived:
+            tmpl = FieldSet(self.output, fields, units, times=times)
+            coords = list(tmpl.points().T)
+            for name, d in self.derived.items():
+                flat = {k: v.reshape(-1) for k, v in fields.items()}
+                fields[name] = np.asarray(d.fn(flat, *coords)).reshape(shape)
+                units[name] = d.unit
+        return FieldSet(self.output, fields, units, times=times, mask=self.output_mask())
 
     def output_mask(self) -> np.ndarray | None:
         """Which output sites lie in the spatial domain (bool, the sites' shape; within 1e-9 of its size), or None

@@ -11,6 +11,8 @@ from .maxwell_cavity_2d import MaxwellCavity2D
 from .maxwell_cavity_3d import MaxwellCavity3D
 from .maxwell_plane_wave_2d import MaxwellPlaneWave2D
 from .maxwell_point_source_2d import MaxwellPointSource2D
+from .pec_cylinder_scattering import PECCylinderScattering
+from .waveguide_te10 import WaveguideTE10
 
 __all__ = ["REGISTRY", "get_problem_class", "register"]
 
@@ -44,3 +46,5 @@ register(MaxwellPlaneWave2D)
 register(MaxwellCavity3D)
 register(ElectrostaticsCoax)
 register(MagnetostaticsWire)
+register(PECCylinderScattering)
+register(WaveguideTE10)

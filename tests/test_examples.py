@@ -88,3 +88,36 @@ def test_cavity_3d_example_writes_fields_reference_and_plots(tmp_path):
     rel = json.loads((out / "metrics.json").read_text())["rel_l2"]["full"]
     assert set(rel) == {"Ex", "Ey", "Ez", "Hx", "Hy", "Hz"} and all(math.isfinite(v) for v in rel.values())
     assert len(list(out.glob("Ey_t*ns.png"))) == 3
+
+
+def test_cylinder_scattering_example_writes_complex_fields_reference_and_plots(tmp_path):
+    """examples/cylinder_scattering.py, run with python as the user runs it: fields.h5 holds the scattered and the
+    total Ez as complex values on the window's grid with the series as reference (total = scattered + exp(i k x)),
+    the cylinder masked, and a PNG per field."""
+    import math
+    import os
+    import subprocess
+    import sys
+
+    import h5py
+    import numpy as np
+
+    out = tmp_path / "cyl"
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "cylinder_scattering.py"), "--preset", "ci", "--steps", "3",
+                           "--set", "output.n=21", "--out", str(out), "--quiet"], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"), check=False)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(out / "fields.h5") as f:
+        x, y = f["coords/x"][()], f["coords/y"][()]
+        ref = f["reference/Ez"][()]
+        tot = f["reference/Ez_total"][()]
+        mask = f["mask"][()].astype(bool)
+        assert f["fields/Ez"].shape == (21, 21, 2) and f.attrs["time_convention"] == "exp(-i omega t)"
+    X, Y = np.meshgrid(x, y)  # the layout is [ny, nx]
+    k = math.pi  # the ci preset's wavenumber
+    u_s, u_t = ref[..., 0] + 1j * ref[..., 1], tot[..., 0] + 1j * tot[..., 1]
+    assert np.allclose(u_t, u_s + np.exp(1j * k * X), atol=1e-12)
+    assert np.array_equal(mask, np.hypot(X, Y) >= 0.5 - 1e-8) and not mask.all()
+    assert np.allclose(np.abs(u_t[~mask]), 0.0, atol=1e-12)  # inside the conductor the total field is 0
+    assert (out / "Ez.png").is_file() and (out / "Ez_total.png").is_file()
+    assert set(json.loads((out / "metrics.json").read_text())["rel_l2"]["full"]) == {"Ez", "Ez_total"}

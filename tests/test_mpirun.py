@@ -77,12 +77,18 @@ def test_a_users_script_under_mpirun_trains_data_parallel(tmp_path):
     two = subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script), *args, "--out",
                           str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert two.returncode == 0, two.stdout + two.stderr
-    a = torch.load(tmp_path / "one" / "checkpoint.pt", weights_only=False)
-    b = torch.load(tmp_path / "two" / "checkpoint.pt", weights_only=False)
+    _same_parameters(tmp_path / "one", tmp_path / "two")
+
+
+def _same_parameters(one, two):
+    """The one-process and the two-rank checkpoints hold the same parameters (relative 1e-10); returns both."""
+    a = torch.load(one / "checkpoint.pt", weights_only=False)
+    b = torch.load(two / "checkpoint.pt", weights_only=False)
     assert (a["world"], b["world"]) == (1, 2)
     pa = torch.cat([v.reshape(-1) for v in a["model"].values()])
     pb = torch.cat([v.reshape(-1) for v in b["model"].values()])
     assert float((pa - pb).norm() / pa.norm()) < 1e-10
+    return a, b
 
 
 ARGS_SMALL = ["run", "maxwell-point-source-2d", "--preset", "ci", "--steps", "4", "--dtype", "float64", "--quiet",
@@ -194,3 +200,25 @@ def test_mpirun_layout_the_network_does_not_fit_is_one_clear_error(tmp_path, bad
     assert words in r.stderr and r.stderr.count("elecsolver: error:") == 1
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+def test_mpirun_complex_fields_with_a_pml_equal_one_process(tmp_path):
+    """A time-harmonic problem (complex Ez as two channels, |r|^2 loss, a PML, a complex Dirichlet value) under
+    mpirun -n 2 equals one process: parameters and loss (float64, relative 1e-10) and the exported complex fields."""
+    import h5py
+    import numpy as np
+
+    args = ["run", "pec-cylinder-scattering", "--preset", "ci", "--steps", "4", "--dtype", "float64", "--quiet",
+            "--set", "sampling.interior=301", "--set", "sampling.cylinder=67", "--set", "sampling.pml_end=45",
+            "--set", "output.n=21"]
+    one = run_cli(*args, "--out", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    two = _mpirun([*args, "--out", str(tmp_path / "two")])
+    assert two.returncode == 0, two.stdout + two.stderr
+    a, b = _same_parameters(tmp_path / "one", tmp_path / "two")
+    la, lb = a["history"][-1]["loss"], b["history"][-1]["loss"]
+    assert abs(la - lb) / abs(la) < 1e-10
+    with h5py.File(tmp_path / "one" / "fields.h5", "r") as f1, h5py.File(tmp_path / "two" / "fields.h5", "r") as f2:
+        ea, eb = f1["fields/Ez"][()], f2["fields/Ez"][()]
+        assert ea.shape == (21, 21, 2) and np.max(np.abs(ea - eb)) <= 1e-10 * np.max(np.abs(ea))

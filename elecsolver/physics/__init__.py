@@ -9,11 +9,12 @@ from .base import PDE, Condition, Context, Derivatives, coefficient
 from .conditions import PEC, PMC, Initial, SilverMueller
 from .materials import Piecewise, piecewise
 from .maxwell import Maxwell, Maxwell3D, MaxwellTEz, MaxwellTMz
+from .pml import PML
 from .scalar import Helmholtz, Laplace, Poisson, ScalarPDE, Wave
 from .scalar_conditions import Dirichlet, Impedance, InitialRate, Neumann, Robin
 from .sources import GaussianProfile, GaussianPulse, ModulatedGaussian, RampedSinusoid, Source
 
-__all__ = ["PDE", "PEC", "PMC", "Condition", "Context", "Derivatives", "Dirichlet", "GaussianProfile",
+__all__ = ["PDE", "PEC", "PMC", "PML", "Condition", "Context", "Derivatives", "Dirichlet", "GaussianProfile",
            "GaussianPulse", "Helmholtz", "Impedance", "Initial", "InitialRate", "Laplace", "Maxwell",
            "Maxwell3D", "MaxwellTEz", "MaxwellTMz", "ModulatedGaussian", "Neumann", "Piecewise", "Poisson",
            "RampedSinusoid", "Robin", "ScalarPDE", "SilverMueller", "Source", "Wave", "coefficient", "piecewise"]

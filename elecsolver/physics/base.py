@@ -24,7 +24,7 @@ from ..scales import Scales
 
 __all__ = ["PDE", "Coefficient", "Condition", "Context", "Derivatives", "coefficient", "si_columns", "values_of"]
 
-Coefficient = float | Callable[..., torch.Tensor]
+Coefficient = float | complex | Callable[..., torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,12 @@ def si_columns(points: torch.Tensor, inputs: Sequence[str], scales: Scales) -> l
 
 
 def coefficient(value: Coefficient, points: torch.Tensor, ctx: Context) -> torch.Tensor | float:
-    """A material coefficient at the points: the number itself, or ``value(*si_coordinates)`` [N] for a function."""
+    """A material coefficient at the points: the number itself, or ``value(*si_coordinates)`` [N] for a function
+    (complex numbers and complex results are kept: a complex coefficient acts on complex fields)."""
     if callable(value):
-        out = value(*ctx.si(points))
-        return torch.as_tensor(out, dtype=points.dtype, device=points.device).reshape(-1)
-    return float(value)
+        out = torch.as_tensor(value(*ctx.si(points)), device=points.device)
+        return out.to(_complex_of(points.dtype) if out.is_complex() else points.dtype).reshape(-1)
+    return complex(value) if isinstance(value, complex) else float(value)
 
 
 class PDE:
@@ -186,7 +187,7 @@ def values_of(fn: Callable[..., Mapping[str, torch.Tensor] | torch.Tensor], name
     """``fn(*si_coordinates)`` in training units, [N, len(names)].
 
     ``fn`` returns a dict {component: SI values [N]} (components missing from it count as zero) or,
-    for one component, a tensor [N].
+    for one component, a tensor [N]; complex values (for complex fields) come back complex.
 
     Raises
     ------
@@ -205,11 +206,18 @@ def values_of(fn: Callable[..., Mapping[str, torch.Tensor] | torch.Tensor], name
     cols = []
     for name in names:
         v = out.get(name, 0.0)
-        v = torch.as_tensor(v, dtype=points.dtype, device=points.device)
+        v = torch.as_tensor(v, device=points.device)
+        v = v.to(_complex_of(points.dtype) if v.is_complex() else points.dtype)
         if v.dim() > 1:
             v = v.reshape(-1) if v.numel() == n else v
         v = v.expand(n) if v.dim() == 0 else v
         if v.shape != (n,):
             raise ValueError(f"{what}: component {name!r} has shape {tuple(v.shape)}, expected [{n}]")
         cols.append(v / ctx.field_scale(name))
+    if any(c.is_complex() for c in cols):
+        cols = [c.to(_complex_of(points.dtype)) for c in cols]
     return torch.stack(cols, dim=1)
+
+
+def _complex_of(dtype: torch.dtype) -> torch.dtype:
+    return torch.complex128 if dtype == torch.float64 else torch.complex64

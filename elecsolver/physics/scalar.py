@@ -82,7 +82,7 @@ class ScalarPDE(PDE):
         if isinstance(source, Source) and not self.time_dependent:
             raise ValueError(f"{what} is stationary: give its source as a number or a function of the SI "
                              "position, not a Source (a waveform in t)")
-        if not (source is None or callable(source) or isinstance(source, (int, float, Source))):
+        if not (source is None or callable(source) or isinstance(source, (int, float, complex, Source))):
             raise ValueError(f"{what}: source must be a number, a function of the SI coordinates or a "
                              f"Source, got {source!r}")
         self.fields, self.units, self.source = (field,), {field: unit}, source
@@ -130,25 +130,79 @@ class Helmholtz(ScalarPDE):
 
     In training units the residual is -lap' u' - (k L)^2 u' - f L^2 / U, [N, 1].
 
+    A time-harmonic field is complex (``complex=True``, time convention exp(-i omega t): an outgoing wave
+    is exp(+i k r)); the network then carries u as the channels ``u.re`` and ``u.im`` and the loss is
+    |r|^2.  With a :class:`~elecsolver.physics.pml.PML`, each d/dx_a becomes (1/s_a) d/dx_a and the residual
+    is
+
+        -sum_a (1 / s_a^2) (u'_aa - (ds_a/dx'_a / s_a) u'_a) - (k L)^2 u' - f L^2 / U,
+
+    which is the plain residual wherever s_a = 1 (outside the layer); it reads u_a and u_aa per axis
+    instead of the summed Laplacian channel.
+
     Parameters
     ----------
     k : float or callable
         Wavenumber in rad/m (>= 0), or a function of the SI coordinates (an inhomogeneous medium,
         k = k0 n(x)).
-    source : float, callable or None
+    source : float, complex, callable or None
         f in the field's unit per m^2 (None: 0).
     field, unit : str
         The field's name and SI unit (default "u", "V/m").
+    complex : bool
+        A complex (time-harmonic) field (default False; True when ``pml`` is given).
+    pml : PML, optional
+        A perfectly matched layer (its axes are the problem's spatial axes).
+
+    Raises
+    ------
+    ValueError
+        For a bad wavenumber, ``pml`` that is no PML, or ``pml`` with ``complex=False`` given explicitly.
     """
 
-    def __init__(self, k: Coefficient, source=None, field: str = "u", unit: str = "V/m"):
+    time_convention = "exp(-i omega t)"
+
+    def __init__(self, k: Coefficient, source=None, field: str = "u", unit: str = "V/m", complex: bool | None = None,
+                 pml=None):
+        from .pml import PML
+
         super().__init__(field, unit, source)
         self.k = k if callable(k) else _number("Helmholtz: the wavenumber k", k)
+        if pml is not None and not isinstance(pml, PML):
+            raise ValueError(f"Helmholtz: pml must be an elecsolver.PML, got {pml!r}")
+        if pml is not None and complex is False:
+            raise ValueError("Helmholtz: a PML makes the field complex; drop complex=False")
+        self.pml = pml
+        self.complex_fields = (field,) if (complex or pml is not None) else ()
+
+    def wavelength(self) -> float | None:
+        """The wavelength 2 pi / k in m (None for a wavenumber that varies in space or is 0)."""
+        return None if callable(self.k) or self.k == 0 else 2 * math.pi / self.k
+
+    def check_inputs(self, inputs):
+        super().check_inputs(inputs)
+        if self.pml is not None and self.pml.dim != len(_space(inputs)):
+            raise ValueError(f"Helmholtz: the PML has {self.pml.dim} axes, the problem {len(_space(inputs))} "
+                             f"({_space(inputs)})")
+
+    def derivatives(self, inputs, scales=None):
+        if self.pml is None:
+            return super().derivatives(inputs, scales)
+        space = _space(inputs)
+        return Derivatives(wrt=space, second=tuple((a, a) for a in space))
 
     def residual(self, f, points, ctx):
-        L, U = ctx.scales.length, ctx.field_scale(self.field)
+        L, U, u = ctx.scales.length, ctx.field_scale(self.field), self.field
         kl = coefficient(self.k, points, ctx) * L
-        return (-self.lap(f, ctx) - kl**2 * f[self.field] - self.rhs(points, ctx) * (L**2 / U)).unsqueeze(1)
+        if self.pml is None:
+            op = self.lap(f, ctx)
+        else:
+            si = ctx.si(points)
+            op = 0.0
+            for axis, name in enumerate(ctx.space):
+                s, ds = self.pml.stretch(axis, si[ctx.inputs.index(name)])
+                op = op + (f.d2(u, name, name) - (ds * L / s) * f.d(u, name)) / s**2
+        return (-op - kl**2 * f[u] - self.rhs(points, ctx) * (L**2 / U)).unsqueeze(1)
 
 
 class Wave(ScalarPDE):

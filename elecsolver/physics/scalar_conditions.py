@@ -36,7 +36,7 @@ class _FieldCondition(Condition):
 
     def __init__(self, on=None, value=None, fields: str | Sequence[str] | None = None, **kwargs):
         super().__init__(on, **kwargs)
-        if not (value is None or callable(value) or isinstance(value, (int, float))):
+        if not (value is None or callable(value) or isinstance(value, (int, float, complex))):
             raise ValueError(f"{type(self).__name__}: value must be a number or a function of the SI "
                              f"coordinates, got {value!r}")
         self.value = value
@@ -58,7 +58,7 @@ class _FieldCondition(Condition):
         if callable(self.value):
             return values_of(self.value, names, points, ctx, f"{type(self).__name__}(value=...)")
         scale = torch.tensor([ctx.field_scale(n) for n in names], dtype=points.dtype, device=points.device)
-        return float(self.value) / scale
+        return self.value / scale
 
     @staticmethod
     def normal_derivative(f, names, normals: torch.Tensor, ctx: Context) -> torch.Tensor:
@@ -127,16 +127,15 @@ class Robin(_FieldCondition):
     """Robin (third-kind) condition alpha u + beta du/dn = g; residual alpha L u' + beta du'/dn' - g L / U,
     [N, m].
 
-    Real coefficients only: the scalar impedance (first-order Sommerfeld) condition du/dn + j k u = 0 of a
-    time-harmonic field (e^{j omega t} convention; du/dn - i k u = 0 with e^{-i omega t}) is complex and
-    needs the field split into real and imaginary parts, which this condition does not do
-    (:data:`Impedance` is this class).
+    Complex coefficients act on complex fields (a PDE's ``complex_fields``): the first-order Sommerfeld
+    (impedance) condition of a time-harmonic field, du/dn - i k u = 0 in the exp(-i omega t) convention
+    (du/dn + j k u = 0 with e^{j omega t}; Jin, 3rd ed., sec. 9.2), is ``Robin(alpha=-1j * k, beta=1)``.
 
     Parameters
     ----------
     on, fields, weight, name, points
         As :class:`Dirichlet`.
-    alpha : float or callable
+    alpha : float, complex or callable
         Coefficient of u in 1/m (a function of the SI coordinates for a varying one).
     beta : float or callable
         Coefficient of du/dn, dimensionless.
@@ -154,7 +153,7 @@ class Robin(_FieldCondition):
     def __init__(self, on=None, alpha: Coefficient = 0.0, beta: Coefficient = 1.0, value=None, fields=None,
                  **kwargs):
         super().__init__(on, value, fields, **kwargs)
-        if not callable(alpha) and not callable(beta) and float(alpha) == 0.0 and float(beta) == 0.0:
+        if not callable(alpha) and not callable(beta) and alpha == 0 and beta == 0:
             raise ValueError("Robin: alpha and beta are both 0; the condition would be g = 0")
         self.alpha, self.beta = alpha, beta
 
@@ -174,7 +173,7 @@ class Robin(_FieldCondition):
 
 
 Impedance = Robin
-"""The real impedance condition alpha u + beta du/dn = g: :class:`Robin` (see its note on complex fields)."""
+"""The impedance condition alpha u + beta du/dn = g: :class:`Robin` (see its note on complex fields)."""
 
 
 class InitialRate(_FieldCondition):

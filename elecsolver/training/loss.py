@@ -25,7 +25,8 @@ __all__ = ["constraint_residual", "loss_terms"]
 
 def constraint_residual(model: nn.Module, c: Constraint, points: torch.Tensor, normals: torch.Tensor | None,
                         inputs: Sequence[str], outputs: Sequence[str], method: str = "jet") -> torch.Tensor:
-    """The residual [n, m] of constraint ``c`` at ``points`` [n, d] (training units).
+    """The residual [n, m] of constraint ``c`` at ``points`` [n, d] (training units); a complex residual
+    [n, m] comes back as its real and imaginary parts [n, 2m], so that its squared sum is |r|^2.
 
     Raises
     ------
@@ -43,6 +44,8 @@ def constraint_residual(model: nn.Module, c: Constraint, points: torch.Tensor, n
         shape = list(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
         raise ValueError(f"loss term {c.name!r}: the residual must have shape [N, m] = [{points.shape[0]}, m], got "
                          f"{shape}; return torch.stack([...], dim=1) or r.unsqueeze(1)")
+    if r.is_complex():
+        r = torch.view_as_real(r).reshape(r.shape[0], -1)
     return r
 
 
