@@ -494,11 +494,13 @@ class Problem:
         pts = torch.as_tensor(self._template().points(), dtype=torch.float64)
         return self.output_fieldset(self.channels(self.exact(*pts.T), pts.shape[0]).numpy(), si=True)
 
-    def _template(self):
+    def _template(self, times: np.ndarray | None = None):
+        """A one-field FieldSet on the output sites and ``times`` (default the problem's): its points() order."""
         from .fields import FieldSet
 
-        return FieldSet.from_flat(self.output, np.zeros((_count_rows(self.output, self.times), 1)), ["u"],
-                                  {**self.units, "u": "1"}, times=self.times)
+        times = self.times if times is None else times
+        return FieldSet.from_flat(self.output, np.zeros((_count_rows(self.output, times), 1)), ["u"],
+                                  {**self.units, "u": "1"}, times=times)
 
     def channels(self, values: Mapping[str, object], n: int, training_units: bool = False) -> torch.Tensor:
         """Field values {field: [n] tensor or number, SI; missing fields 0} as the network's output channels
@@ -529,12 +531,7 @@ class Problem:
 
     def output_points(self, times: np.ndarray | None = None) -> np.ndarray:
         """Training-unit inputs at every output (time, site), time-major, [nt * S, d]."""
-        from .fields import FieldSet
-
-        times = self.times if times is None else times
-        tmpl = FieldSet.from_flat(self.output, np.zeros((_count_rows(self.output, times), 1)), ["u"],
-                                  {**self.units, "u": "1"}, times=times)
-        return self.training_units(tmpl.points())
+        return self.training_units(self._template(times).points())
 
     def output_fieldset(self, values: np.ndarray, times: np.ndarray | None = None, si: bool = False):
         """A FieldSet on the output sites from the network's channels [nt * S, len(outputs)] (training units
@@ -559,10 +556,9 @@ class Problem:
                 fields[name] = vals[:, self.outputs.index(name)].reshape(shape)
         units = dict(self.units)
         if self.derived:
-            tmpl = FieldSet(self.output, fields, units, times=times)
-            coords = list(tmpl.points().T)
+            coords = list(self._template(times).points().T)
+            flat = {k: v.reshape(-1) for k, v in fields.items()}  # the PDE's fields only
             for name, d in self.derived.items():
-                flat = {k: v.reshape(-1) for k, v in fields.items()}
                 fields[name] = np.asarray(d.fn(flat, *coords)).reshape(shape)
                 units[name] = d.unit
         return FieldSet(self.output, fields, units, times=times, mask=self.output_mask())

@@ -101,4 +101,4 @@ class PECCylinderScattering(es.Problem):
         c = self.config["scattering"]
         x, y = self.output.coordinates().T
         us = pec_cylinder_scattered(x, y, c["wavenumber"], c["radius"], c["polarisation"], c["amplitude"])
-        return self.output_fieldset(np.stack([us.real, us.imag], 1), si=True)
+        return self.output_fieldset(self.channels({self.field: torch.as_tensor(us)}, us.size).numpy(), si=True)
