@@ -38,6 +38,8 @@ __all__ = [
     "Network",
     "Residual",
     "ScaleReplicate",
+    "SubdomainFeatures",
+    "SubdomainMerge",
     "build_body",
     "build_network",
     "flat_multiscale_layers",
@@ -719,6 +721,110 @@ class Network(nn.Module):
         for head in self.heads:
             y = head(y, x)
         return y
+
+
+def input_function_jet(fn: Callable[[torch.Tensor], torch.Tensor], x: Jet) -> Jet:
+    """The jet of a parameter-free function of the inputs, fn: [N, D] -> [N, m] row by row, on the input jet ``x``.
+
+    With g and H the gradient and Hessian of each output at the value (by reverse mode on the small graph of
+    ``fn``), the channels are fn, g . a_k, a_i^T H a_j + g . a_ij and sum_k w_k a_k^T H a_k + g . L[a] (the
+    chain rule to second order, as :class:`FuncJet`, but without a forward-mode pass per channel: ``fn`` is
+    cheap and its derivatives carry no parameter gradients, so they are computed once and detached).
+    """
+    ch, spec = x.channels, x.spec
+    with torch.enable_grad():
+        x0 = ch[0].detach().requires_grad_(True)
+        val = fn(x0)
+        m = val.shape[1]
+        grads = [torch.autograd.grad(val[:, j].sum(), x0, create_graph=spec.second_order, allow_unused=True)[0]
+                 for j in range(m)]
+        grads = [torch.zeros_like(x0) if g is None else g for g in grads]
+        hess = None
+        if spec.second_order:  # hess[j][:, i, :] = d grad_j[:, i] / dx
+            hess = []
+            for g in grads:
+                rows = []
+                for i in range(x0.shape[1]):
+                    h = (torch.autograd.grad(g[:, i].sum(), x0, retain_graph=True, allow_unused=True)[0]
+                         if g.requires_grad else None)
+                    rows.append(torch.zeros_like(x0) if h is None else h)
+                hess.append(torch.stack(rows, 1).detach())
+    grads = [g.detach() for g in grads]
+
+    def cols(fun):
+        return torch.stack([fun(j) for j in range(m)], -1)
+
+    out = [val.detach()]
+    out += [cols(lambda j, k=k: (grads[j] * ch[1 + k]).sum(-1)) for k in range(spec.k)]
+    if spec.second_order:
+        def quad(j, u, v):
+            return torch.einsum("ni,nij,nj->n", u, hess[j], v)
+
+        for p, (i, jj) in enumerate(spec.pairs):
+            ki, kj = spec.wrt.index(i), spec.wrt.index(jj)
+            out.append(cols(lambda j, p=p, ki=ki, kj=kj: quad(j, ch[1 + ki], ch[1 + kj]) + (grads[j] * ch[1 + spec.k + p]).sum(-1)))
+        if spec.has_lap:
+            def lap(j):
+                acc = (grads[j] * ch[-1]).sum(-1)
+                for col, w in spec.laplacian:
+                    k = spec.wrt.index(col)
+                    acc = acc + w * quad(j, ch[1 + k], ch[1 + k])
+                return acc
+            out.append(cols(lap))
+    return x.like(torch.stack(out, 0).to(ch.dtype))
+
+
+class SubdomainFeatures(nn.Module):
+    """First layer of a body with one copy of the fields per subdomain: appends the subdomains' level sets as
+    inputs and stacks one copy of the points per subdomain, [N, d] -> [(m + 1) N, d + m].
+
+    Copy k < m (subdomain k) carries the features (l_1, ..., -l_k, ..., l_m), the last copy (the background)
+    (l_1, ..., l_m).  Since l_k = 0 on subdomain k's boundary, the copies of its two sides agree there: the
+    field is continuous by construction while its derivatives may jump.  The field read on each side, u(x,
+    |l_k|) near an interface, is the cusp-capturing network of Tseng, Lin, Hu & Lai (J. Comput. Phys. 491
+    (2023) 112359).  :class:`SubdomainMerge` is the body's last layer.
+
+    Parameters
+    ----------
+    level_sets : nn.Module
+        [N, d] -> [N, m], smooth functions of the inputs (training units), each zero on one subdomain's boundary.
+
+    Shapes: tensors [N, d] -> [(m+1) N, d+m]; jets likewise in the point dimension (the features' jets by
+    :func:`input_function_jet`).
+    """
+
+    def __init__(self, level_sets: nn.Module, m: int):
+        super().__init__()
+        self.level_sets, self.m = level_sets, int(m)
+        signs = torch.ones(self.m + 1, self.m)
+        signs[torch.arange(self.m), torch.arange(self.m)] = -1.0
+        self.register_buffer("signs", signs, persistent=False)
+
+    def _stack(self, x: torch.Tensor, feats: torch.Tensor) -> torch.Tensor:  # [..., N, d], [..., N, m]
+        copies = [torch.cat([x, feats * self.signs[k].to(feats.dtype)], -1) for k in range(self.m + 1)]
+        return torch.cat(copies, -2)
+
+    def forward(self, x):
+        if isinstance(x, Jet):
+            return x.like(self._stack(x.channels, input_function_jet(self.level_sets, x).channels))
+        return self._stack(x, self.level_sets(x))
+
+
+class SubdomainMerge(nn.Module):
+    """Last layer of a body with subdomain copies: [(m + 1) N, c] -> [N, (m + 1) c], the copies' channels side by
+    side in copy order (tensors or jets)."""
+
+    def __init__(self, m: int):
+        super().__init__()
+        self.m = int(m)
+
+    def _merge(self, y: torch.Tensor) -> torch.Tensor:  # [..., (m+1) N, c]
+        *lead, n, c = y.shape
+        y = y.reshape(*lead, self.m + 1, n // (self.m + 1), c)
+        return y.movedim(-3, -2).reshape(*lead, n // (self.m + 1), (self.m + 1) * c)
+
+    def forward(self, y):
+        return y.like(self._merge(y.channels)) if isinstance(y, Jet) else self._merge(y)
 
 
 INITS = ("auto", "glorot", "siren")

@@ -23,7 +23,7 @@ from torch import nn
 
 from .jets import Jet, JetSpec, seed_jet
 
-__all__ = ["Fields", "curl", "curl_curl", "curl_te", "curl_z", "ddt", "div", "evaluate", "grad", "grad_div",
+__all__ = ["Fields", "SubdomainFields", "curl", "curl_curl", "curl_te", "curl_z", "ddt", "div", "evaluate", "grad", "grad_div",
            "laplacian"]
 
 METHODS = ("jet", "autograd")
@@ -146,6 +146,74 @@ class Fields:
     def values(self) -> torch.Tensor:
         """All components, shape [N, c]."""
         return self.jet.value
+
+
+class SubdomainFields:
+    """The fields of a problem that carries one copy of its channels per subdomain (``Problem.subdomains``): a
+    :class:`Fields`-like view in which component ``u`` reads the copy ``"u@<subdomain>"`` of the subdomain each
+    point lies in (``masks``), or of one subdomain (``side``), as a multi-domain PINN does (one network per
+    region, here one output block per region of a shared body; Jagtap & Karniadakis, *Commun. Comput. Phys.* 28
+    (2020) 2002, XPINNs).  Values and derivatives are those of the chosen copy, so a field may jump, or kink,
+    across an interface that no smooth network could.
+
+    Parameters
+    ----------
+    fields : Fields
+        The network's fields with channels ``"u@<subdomain>"`` (``".re"``/``".im"`` after it for a complex u).
+    names : sequence of str
+        The field components (the order of :attr:`values`).
+    order : sequence of str
+        Subdomain names; a point in none of ``masks`` reads the last one (the background).
+    masks : dict str -> bool tensor [N], optional
+        Which points lie in each subdomain (the first that holds a point wins).
+    side : str, optional
+        Read this subdomain's copy at every point (interface terms read both sides).
+    """
+
+    def __init__(self, fields: Fields, names: Sequence[str], order: Sequence[str], masks: dict | None = None,
+                 side: str | None = None):
+        if (masks is None) == (side is None):
+            raise ValueError("SubdomainFields needs either masks or side")
+        self.fields, self.names, self.order, self.masks, self.side = fields, tuple(names), tuple(order), masks, side
+
+    def _read(self, method, name: str, *args):
+        if self.side is not None:
+            return method(f"{name}@{self.side}", *args)
+        out = method(f"{name}@{self.order[-1]}", *args)
+        for sub in reversed(self.order[:-1]):
+            mask = self.masks.get(sub)
+            if mask is not None and bool(mask.any()):
+                out = torch.where(mask, method(f"{name}@{sub}", *args), out)
+        return out
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self._read(self.fields.__getitem__, name)
+
+    def d(self, name: str, wrt: str) -> torch.Tensor:
+        return self._read(self.fields.d, name, wrt)
+
+    def d2(self, name: str, wrt_i: str, wrt_j: str) -> torch.Tensor:
+        return self._read(self.fields.d2, name, wrt_i, wrt_j)
+
+    def lap(self, name: str) -> torch.Tensor:
+        return self._read(self.fields.lap, name)
+
+    @property
+    def values(self) -> torch.Tensor:
+        """Every component, [N, len(names)] (real fields)."""
+        return torch.stack([self[n] for n in self.names], 1)
+
+    @property
+    def inputs(self):
+        return self.fields.inputs
+
+    @property
+    def laplacian_weights(self):
+        return self.fields.laplacian_weights
+
+    @property
+    def second_pairs(self):
+        return self.fields.second_pairs
 
 
 def _grad_or_zeros(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,16 @@ A leaf subclass declares, in :meth:`Problem.setup` (which reads ``self.config``,
   source), ``heads`` (output transforms in training units, e.g. a near-field ansatz), ``windows``
   ({name: t_max in s or None}: the error windows of the metrics), ``progress_window``, ``derived``
   ({name: :class:`Derived`}: outputs computed from the fields, e.g. a total field) and a closed form
-  :meth:`exact` (SI, torch tensors in, {field: tensor} out) or an overridden :meth:`reference`.
+  :meth:`exact` (SI, torch tensors in, {field: tensor} out) or an overridden :meth:`reference`;
+- optionally ``subdomains`` ({name: spatial Domain}, e.g. a dielectric rod) and ``interfaces``
+  (:class:`~elecsolver.physics.Interface` on their boundaries): the network then carries one copy of the
+  fields per subdomain and one for the rest of the domain (``"background"``), channels ``"u@rod"``,
+  ``"u@background"``; the PDE and the conditions read at each point the copy of the subdomain it lies in
+  (:class:`~elecsolver.operators.SubdomainFields`), an interface term holds the PDE's continuity conditions
+  between the two copies on each side (``PDE.interface_residual``: for Poisson, u and eps_r du/dn), and the
+  output takes each site's copy.  This is how a material jump is handled: a coefficient that jumps
+  (:func:`~elecsolver.physics.materials.piecewise`) in one smooth network would leave the flux condition
+  unenforced.
 
 The base validates the shared configuration blocks (one place: :mod:`elecsolver.training.options`),
 derives the inputs (the domain's axes, then t), nondimensionalises (``scales``), samples every
@@ -42,7 +51,7 @@ from torch import nn
 
 from .config import ConfigError, merge
 from .geometry import Domain, TimeDomain
-from .operators import Fields
+from .operators import Fields, SubdomainFields
 from .physics.base import PDE, Condition, Context, Derivatives
 from .sampling import PointCloud
 from .scales import Scales
@@ -51,6 +60,7 @@ from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, Trai
 __all__ = ["Constraint", "Derived", "Problem", "ProblemError"]
 
 _AXES = ("x", "y", "z")
+BACKGROUND = "background"  # the subdomain of every point outside the declared ``subdomains``
 
 
 class ProblemError(ConfigError):
@@ -158,7 +168,7 @@ class Problem:
         self.network = NetworkOptions.from_config(self.config)
         self.conditions, self.scales, self.times, self.regions, self.heads = [], Scales(), None, {}, []
         self.windows, self.progress_window, self.output = {"full": None}, None, None
-        self.derived = {}
+        self.derived, self.subdomains, self.interfaces = {}, {}, []
         try:
             self.setup()
             self.check()
@@ -232,9 +242,12 @@ class Problem:
         if unknown:
             raise ValueError(f"{type(self.pde).__name__}.complex_fields names {unknown}, which are no fields of "
                              f"{self.fields}")
-        # the network's real output channels: a complex field u is carried as "u.re" and "u.im"
-        self.outputs = tuple(ch for n in self.fields
-                             for ch in ((f"{n}.re", f"{n}.im") if n in self.complex_fields else (n,)))
+        self._check_subdomains()
+        # the network's real output channels: a complex field u is carried as "u.re" and "u.im", and with
+        # subdomains as one such block per subdomain ("u@rod", "u@background")
+        copies = [f"{n}@{sub}" for sub in self.subdomain_order for n in self.fields] if self.subdomains else self.fields
+        self.outputs = tuple(ch for n in copies
+                             for ch in ((f"{n}.re", f"{n}.im") if n.split("@")[0] in self.complex_fields else (n,)))
         self.time_convention = getattr(self.pde, "time_convention", None) if self.complex_fields else None
         for name, d in self.derived.items():
             if not isinstance(d, Derived) or name in self.fields:
@@ -243,7 +256,7 @@ class Problem:
         self.units = {**{a: "m" for a in self.inputs if a != "t"}, **({"t": "s"} if self.time_dependent else {}),
                       **self.pde.units}
         self.context = Context(self.inputs, self.scales, dict(self.pde.units), self.pde)
-        names = [self.pde.name, *self.regions, *(c.name for c in self.conditions)]
+        names = [self.pde.name, *self.regions, *(c.name for c in self.conditions), *(i.name for i in self.interfaces)]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"loss terms {dup} are declared twice; give each condition its own name=")
@@ -263,10 +276,67 @@ class Problem:
                              "are declared; keep one")
         self.hard_pec  # noqa: B018 (raises for a domain or condition it cannot impose)
         self._check_points_per_wavelength()
-        terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions)]
+        terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions), *(i.name for i in self.interfaces)]
         unknown = sorted(set(self.sampling.rar_constraints) - set(terms))
         if unknown:
             raise ConfigError(f"sampling.rar_constraints names {unknown}, which are no loss terms; choose from {terms}")
+
+    @property
+    def subdomain_order(self) -> tuple[str, ...]:
+        """The subdomains' names, then "background" (empty without subdomains)."""
+        return (*self.subdomains, BACKGROUND) if self.subdomains else ()
+
+    def _check_subdomains(self) -> None:
+        from .physics.base import Interface
+
+        space = self.space_domain
+        for name, sub in self.subdomains.items():
+            if not (isinstance(name, str) and name.isidentifier() and name != BACKGROUND):
+                raise ValueError(f"subdomains: {name!r} is no name (an identifier other than {BACKGROUND!r})")
+            if not isinstance(sub, Domain) or sub.dim != space.dim:
+                raise ValueError(f"subdomains[{name!r}] must be a {space.dim}D elecsolver.geometry domain, got {sub!r}")
+            try:
+                sub.level_set(torch.zeros(1, space.dim, dtype=torch.float64))
+            except NotImplementedError as exc:
+                raise ValueError(f"subdomains[{name!r}]: {exc}") from None
+        for i in self.interfaces:
+            if not isinstance(i, Interface):
+                raise ValueError(f"interfaces must be elecsolver.Interface objects, got {i!r}")
+            if i.subdomain not in self.subdomains:
+                raise ValueError(f"interface {i.name!r} is on subdomain {i.subdomain!r}, but the subdomains are "
+                                 f"{sorted(self.subdomains)}")
+            outside = i.outside or BACKGROUND
+            if outside not in self.subdomain_order or outside == i.subdomain:
+                raise ValueError(f"interface {i.name!r}: outside={i.outside!r} must name another subdomain of "
+                                 f"{self.subdomain_order}")
+            unknown = sorted(set(i.on or ()) - set(self.subdomains[i.subdomain].boundary_tags()))
+            if unknown:
+                raise ValueError(f"interface {i.name!r} is on tags {unknown}, but subdomain {i.subdomain!r} has the "
+                                 f"boundary tags {sorted(self.subdomains[i.subdomain].boundary_tags())}")
+        if self.interfaces and not self.subdomains:
+            raise ValueError("interfaces need subdomains: declare self.subdomains = {name: Domain}")
+        if self.subdomains and not self.interfaces:
+            raise ValueError(f"subdomains {sorted(self.subdomains)} carry their own fields, but no interface joins "
+                             "them: declare self.interfaces = [elecsolver.Interface(subdomain)]")
+
+    def subdomain_masks(self, points_si: np.ndarray) -> dict[str, np.ndarray]:
+        """{subdomain: bool [N]} for SI points [N, d] (spatial columns first); a point on a subdomain's boundary
+        (within 1e-9 of its size) counts as inside it, and the first subdomain that holds a point wins."""
+        pts = np.asarray(points_si, dtype=np.float64)[:, : self.space_domain.dim]
+        taken, out = np.zeros(pts.shape[0], dtype=bool), {}
+        for name, sub in self.subdomains.items():
+            inside = np.asarray(sub.contains(pts, tol=1e-9 * sub.size()), dtype=bool) & ~taken
+            out[name], taken = inside, taken | inside
+        out[BACKGROUND] = ~taken
+        return out
+
+    def _view(self, f, points: torch.Tensor):
+        """The fields each point reads: ``f`` itself, or with subdomains the copy of the point's subdomain."""
+        if not self.subdomains:
+            return f
+        si = torch.stack(self.context.si(points.detach()), 1).cpu().numpy()
+        masks = {k: torch.as_tensor(v, device=points.device) for k, v in self.subdomain_masks(si).items()}
+        return SubdomainFields(f, self.fields, self.subdomain_order, masks=masks)
 
     def points_per_wavelength(self) -> float | None:
         """Collocation points per wavelength of the PDE cloud, lambda / (measure / N)^(1/d) with lambda the
@@ -311,6 +381,9 @@ class Problem:
 
         if not self.network.hard_pec:
             return False
+        if self.subdomains:
+            raise ConfigError("network.hard_pec does not combine with subdomains (the PEC head acts on one copy of the "
+                              "fields); set network.hard_pec=false")
         pec = [c for c in self.conditions if isinstance(c, PEC)]
         if not isinstance(self.space_domain, _AxisBox) or len(pec) != 1 or pec[0].on is not None:
             raise ConfigError("network.hard_pec needs an axis-aligned box domain with one PEC condition on its whole "
@@ -393,9 +466,25 @@ class Problem:
                 return self._cloud(c.where, self.space_domain, n, seed, progress, tags=c.on)
 
             def res_c(f, pts, nrm, c=c):
-                return c.residual(f, pts, nrm, ctx)
+                return c.residual(self._view(f, pts), pts, nrm, ctx)
 
             make(c.name, n, sample_c, res_c, c.derivatives(self.inputs), c.weight)
+        for i in self.interfaces:
+            n = self._count(i.name, "interface", i.points)
+            sub, outside = self.subdomains[i.subdomain], i.outside or BACKGROUND
+
+            def sample_i(seed, progress=1.0, n=n, sub=sub, i=i):
+                return self._cloud("boundary", sub, n, seed, progress, tags=i.on)
+
+            def res_i(f, pts, nrm, i=i, outside=outside):
+                # each side's coefficients are read a hair off the interface, on its own side
+                h = 1e-7 * self.space_domain.size() / self.scales.length
+                shift = torch.zeros_like(pts)
+                shift[:, : nrm.shape[1]] = h * nrm
+                sides = [SubdomainFields(f, self.fields, self.subdomain_order, side=s) for s in (i.subdomain, outside)]
+                return self.pde.interface_residual(*sides, pts - shift, pts + shift, nrm, ctx)
+
+            make(i.name, n, sample_i, res_i, self.pde.interface_derivatives(self.inputs), i.weight)
         return out
 
     def _pde_sampler(self, n: int):
@@ -415,7 +504,7 @@ class Problem:
         return sample
 
     def _pde_residual(self, f: Fields, points: torch.Tensor, normals=None) -> torch.Tensor:
-        return self.pde.residual(f, points, self.context)
+        return self.pde.residual(self._view(f, points), points, self.context)
 
     def sample(self, name: str, seed: int = 0, progress: float = 1.0) -> PointCloud:
         """The global cloud of loss term ``name`` (training units) for a seed: a public seam for tests.
@@ -448,17 +537,37 @@ class Problem:
 
         lo, hi = self.domain.bbox()
         lo, hi = self.training_units(lo[None])[0], self.training_units(hi[None])[0]
-        body = build_body(self.network, len(self.inputs), len(self.outputs), lo.tolist(), hi.tolist())
+        if self.subdomains:
+            body = self._subdomain_body(lo, hi)
+        else:
+            body = build_body(self.network, len(self.inputs), len(self.outputs), lo.tolist(), hi.tolist())
         heads: list[nn.Module] = []
         if self.hard_initial:
             t = self.inputs.index("t")
             span = dict(t_column=t, t_start=float(lo[t]), span=float(hi[t] - lo[t]))
             values = next((c.values for c in self.conditions if c.where == "initial"), None)
             heads.append(HardInitialCondition(**span) if values is None else
-                         HardInitialValue(_Values(values, self.outputs, self.context), **span))
+                         HardInitialValue(_Values(values, self.fields, self.context, self._copies()), **span))
         if self.hard_pec:
             heads += self._pec_heads(lo, hi)
         return Network(body, [*heads, *self.heads])
+
+    def _subdomain_body(self, lo, hi) -> nn.Sequential:
+        """The body with one copy of the fields per subdomain: the level-set features, the layers of the
+        ``network`` block on d + m inputs and one block of channels, then the copies side by side
+        (:class:`~elecsolver.networks.SubdomainFeatures`, :class:`~elecsolver.networks.SubdomainMerge`)."""
+        from .networks import SubdomainFeatures, SubdomainMerge, build_body
+
+        levels = _LevelSets(list(self.subdomains.values()), self.scales.length, self.space_domain.dim)
+        rng = np.random.default_rng(0)  # the features' range over the domain's box, for the input scaling
+        box = torch.as_tensor(rng.uniform(lo, hi, (4096, len(lo))), dtype=torch.float64)
+        with torch.no_grad():
+            f = levels(box)
+        f_lo, f_hi = f.min(0).values.tolist(), f.max(0).values.tolist()
+        block = len(self.outputs) // len(self.subdomain_order)
+        m = len(self.subdomains)
+        body = build_body(self.network, len(self.inputs) + m, block, [*lo.tolist(), *f_lo], [*hi.tolist(), *f_hi])
+        return nn.Sequential(SubdomainFeatures(levels, m), *body, SubdomainMerge(m))
 
     def _pec_heads(self, lo, hi) -> list[nn.Module]:
         """n x E = 0 on every face of a box: each tangential E component along axis a vanishes on the faces
@@ -502,22 +611,36 @@ class Problem:
         return FieldSet.from_flat(self.output, np.zeros((_count_rows(self.output, times), 1)), ["u"],
                                   {**self.units, "u": "1"}, times=times)
 
+    def _blocks(self) -> list[tuple[str, str]]:
+        """(field, copy name) per block of output channels: (u, u) or, with subdomains, (u, "u@<subdomain>")."""
+        if not self.subdomains:
+            return [(n, n) for n in self.fields]
+        return [(n, f"{n}@{sub}") for sub in self.subdomain_order for n in self.fields]
+
+    def _copies(self) -> list[int]:
+        """The index in ``fields`` of each output channel's field."""
+        return [self.fields.index(ch.split("@")[0].removesuffix(".re").removesuffix(".im")) for ch in self.outputs]
+
     def channels(self, values: Mapping[str, object], n: int, training_units: bool = False) -> torch.Tensor:
         """Field values {field: [n] tensor or number, SI; missing fields 0} as the network's output channels
         [n, len(outputs)], float64: a complex field's real part in ``"<name>.re"``, its imaginary part in
-        ``"<name>.im"`` (divided by each field's scale when ``training_units``).
+        ``"<name>.im"`` (divided by each field's scale when ``training_units``).  With subdomains a field's
+        value fills every copy, unless a copy is given by its own name (``"u@rod"``: the value of the field of
+        that side, e.g. a closed form continued across the interface).
 
         Raises
         ------
         ValueError
-            For a name that is no field, or a complex value for a real field.
+            For a name that is no field (or copy), or a complex value for a real field.
         """
-        unknown = sorted(set(values) - set(self.fields))
+        blocks = self._blocks()
+        unknown = sorted(set(values) - set(self.fields) - {c for _, c in blocks})
         if unknown:
-            raise ValueError(f"values for {unknown}, which are no fields of {self.fields}")
+            raise ValueError(f"values for {unknown}, which are no fields of {self.fields}"
+                             + (f" or their copies {[c for _, c in blocks]}" if self.subdomains else ""))
         cols = []
-        for name in self.fields:
-            v = torch.as_tensor(values.get(name, 0.0))
+        for name, copy_name in blocks:
+            v = torch.as_tensor(values.get(copy_name, values.get(name, 0.0)))
             v = (v.to(torch.complex128) if v.is_complex() else v.to(torch.float64)).expand(n)
             if v.is_complex() and name not in self.complex_fields:
                 raise ValueError(f"field {name!r} is real, but complex values were given for it")
@@ -542,18 +665,30 @@ class Problem:
         times = self.times if times is None else times
         vals = np.asarray(values, dtype=np.float64)
         if not si:
-            vals = vals * np.array([self.scales.of_unit(self.units[n.split(".")[0]]) for n in self.outputs])
+            vals = vals * np.array([self.scales.of_unit(self.units[self.fields[i]]) for i in self._copies()])
         shape = self.output.shape if times is None else (np.size(times), *self.output.shape)
         if vals.ndim != 2 or vals.shape[1] != len(self.outputs):
             raise ValueError(f"values must have shape [nt*S, {len(self.outputs)}] (channels {self.outputs}), got "
                              f"{list(vals.shape)}")
+        def column(copy_name):
+            if copy_name.split("@")[0] in self.complex_fields:
+                re, im = self.outputs.index(f"{copy_name}.re"), self.outputs.index(f"{copy_name}.im")
+                return vals[:, re] + 1j * vals[:, im]
+            return vals[:, self.outputs.index(copy_name)]
+
+        masks = None
+        if self.subdomains:  # each site reads the copy of its subdomain
+            sites = self._template(times).points()
+            masks = self.subdomain_masks(sites)
         fields = {}
         for name in self.fields:
-            if name in self.complex_fields:
-                re, im = self.outputs.index(f"{name}.re"), self.outputs.index(f"{name}.im")
-                fields[name] = (vals[:, re] + 1j * vals[:, im]).reshape(shape)
-            else:
-                fields[name] = vals[:, self.outputs.index(name)].reshape(shape)
+            if masks is None:
+                fields[name] = column(name).reshape(shape)
+                continue
+            out = column(f"{name}@{BACKGROUND}")
+            for sub in self.subdomains:
+                out = np.where(masks[sub], column(f"{name}@{sub}"), out)
+            fields[name] = out.reshape(shape)
         units = dict(self.units)
         if self.derived:
             coords = list(self._template(times).points().T)
@@ -597,17 +732,32 @@ class Problem:
         return {f"{w}_{k}": v for w, t in windows.items() for k, v in self.errors(fields, reference, t).items()}
 
 
-class _Values(nn.Module):
-    """A user's SI function of the coordinates as a module of the training-unit inputs, [N, d] -> [N, c]."""
+class _LevelSets(nn.Module):
+    """The subdomains' level sets in training units, l'(x') = l(x' L) / L, [N, d(+t)] -> [N, m]."""
 
-    def __init__(self, fn, names, ctx: Context):
+    def __init__(self, domains, length: float, dim: int):
         super().__init__()
-        self.fn, self.names, self.ctx = fn, tuple(names), ctx
+        self.domains, self.length, self.dim = list(domains), float(length), int(dim)
+        for d in self.domains:
+            d.level_set(torch.zeros(1, self.dim, dtype=torch.float64))  # raises for a domain without one
+
+    def forward(self, x):
+        xs = x[:, : self.dim] * self.length
+        return torch.stack([d.level_set(xs) / self.length for d in self.domains], 1)
+
+
+class _Values(nn.Module):
+    """A user's SI function of the coordinates as a module of the training-unit inputs, [N, d] -> [N, c]
+    (the real fields' values, column ``copies[j]`` in output channel j)."""
+
+    def __init__(self, fn, names, ctx: Context, copies):
+        super().__init__()
+        self.fn, self.names, self.ctx, self.copies = fn, tuple(names), ctx, list(copies)
 
     def forward(self, x):
         from .physics.base import values_of
 
-        return values_of(self.fn, self.names, x, self.ctx, "the initial values")
+        return values_of(self.fn, self.names, x, self.ctx, "the initial values")[:, self.copies]
 
 
 def _count_rows(sites, times) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from elecsolver.problem import Problem
 
 from .electrostatics_coax import ElectrostaticsCoax
+from .electrostatics_dielectric_cylinder import ElectrostaticsDielectricCylinder
 from .helmholtz_square import HelmholtzSquare
+from .line_source_2d import LineSource2D
 from .magnetostatics_wire import MagnetostaticsWire
 from .maxwell_cavity_2d import MaxwellCavity2D
 from .maxwell_cavity_3d import MaxwellCavity3D
@@ -48,3 +50,5 @@ register(ElectrostaticsCoax)
 register(MagnetostaticsWire)
 register(PECCylinderScattering)
 register(WaveguideTE10)
+register(LineSource2D)
+register(ElectrostaticsDielectricCylinder)

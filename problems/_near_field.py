@@ -22,26 +22,10 @@ from torch import nn
 
 from elecsolver.jets import Jet
 from elecsolver.networks import FuncJet, register_head
+from elecsolver.reference.line_source import ein_derivatives, line_source_near_field
 
-# phi(q) = (1 - exp(-q)) / q and its derivative; Taylor series below Q_SERIES avoid cancellation
-Q_SERIES = 0.05
-
-
-def _phi_and_dphi(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    small = q < Q_SERIES
-    qs = torch.where(small, torch.ones_like(q), q)
-    phi_f = -torch.expm1(-qs) / qs
-    dphi_f = (torch.exp(-qs) * (1 + qs) - 1) / qs**2
-    qt = torch.where(small, q, torch.zeros_like(q))
-    phi_s = torch.zeros_like(q)
-    dphi_s = torch.zeros_like(q)
-    fact = 1.0
-    for n in range(10):  # phi = sum (-q)^n / (n+1)!
-        fact *= n + 1
-        phi_s = phi_s + (-1) ** n * qt**n / fact
-        if n >= 1:
-            dphi_s = dphi_s + (-1) ** n * n * qt ** (n - 1) / fact
-    return torch.where(small, phi_s, phi_f), torch.where(small, dphi_s, dphi_f)
+# phi(q) = (1 - exp(-q)) / q = Ein'(q) and its derivative, with Taylor series where the closed forms cancel
+_phi_and_dphi = ein_derivatives
 
 
 class QuasiStaticNearField(nn.Module):
@@ -124,3 +108,93 @@ class _ClosedForm(nn.Module):
 
 register_head("near-field")(lambda d, c: QuasiStaticNearField(amplitude=0.3, x0=0.4, y0=0.5, sigma=0.05, radius=0.2,
                                                              t0=0.5, tau=0.2))
+
+
+class LineSourceNearField(nn.Module):
+    """Head adding the quasi-static near field of a Gaussian line source, chi phi times a constant, to one output
+    channel of a time-harmonic problem (``line-source-2d``).
+
+    phi is eq. (2) of :mod:`elecsolver.reference.line_source` (the potential of the unit Gaussian source, -lap phi
+    = g, matched to the real part of the Green's function for sigma << rho << 1/k) and chi = exp(-rho^2 / (2 R^2))
+    confines it to rho ~ R: local to the source, independent of the medium beyond it and non-propagating (the
+    fair-play rule of the accuracy issue).  The residuals are unchanged (singularity subtraction, as
+    :class:`QuasiStaticNearField`); the network is left a field without the source's sigma-scale peak.
+
+    ``forward(y, x)``: y the body's channels [N, C] (tensor or jet), x the inputs in training units [N, 2].
+
+    Parameters
+    ----------
+    channel, channels : int
+        The output channel it adds to (e.g. 1 for ``Ez.im``) and the number of channels.
+    factor : float
+        Its factor in the channel's training units (4 for Ez' = Ez / (omega mu0 I / 4) on ``Ez.im``).
+    center : (float, float)
+        Source centre in training units.
+    length : float
+        The length scale L (m): rho = L |x' - c'|.
+    wavenumber, sigma, radius : float
+        k (rad/m), the source width sigma (m) and the cut-off radius R (m).
+    """
+
+    def __init__(self, *, channel: int, channels: int, factor: float, center, length: float, wavenumber: float,
+                 sigma: float, radius: float):
+        super().__init__()
+        if not (sigma > 0 and radius > 0 and wavenumber > 0 and length > 0):
+            raise ValueError("wavenumber, sigma, radius and length must be positive")
+        if not 0 <= channel < channels:
+            raise ValueError(f"channel {channel} is not among the {channels} output channels")
+        self.channel, self.channels = int(channel), int(channels)
+        self.factor, self.center = float(factor), tuple(float(c) for c in center)
+        self.length, self.k, self.sigma, self.radius = float(length), float(wavenumber), float(sigma), float(radius)
+
+
+    def _radial(self, x: torch.Tensor):
+        """h, h'(w), h''(w) of the added value h(w), w = rho^2 (m^2), and dx = x - c (training units), float64."""
+        dx = x.detach().double()[:, :2] - torch.tensor(self.center, dtype=torch.float64, device=x.device)
+        w = (dx**2).sum(1) * self.length**2
+        s2, r2 = 2 * self.sigma**2, 2 * self.radius**2
+        chi = torch.exp(-w / r2)
+        phi = line_source_near_field(w, self.k, self.sigma)
+        d1, d2 = ein_derivatives(w / s2)
+        dphi, ddphi = -d1 / s2 / (4 * math.pi), -d2 / s2**2 / (4 * math.pi)
+        h = self.factor * chi * phi
+        dh = self.factor * chi * (dphi - phi / r2)
+        ddh = self.factor * chi * (ddphi - 2 * dphi / r2 + phi / r2**2)
+        return h, dh, ddh, dx
+
+    def closed_form(self, x: torch.Tensor) -> torch.Tensor:
+        """The added channels at inputs x [N, 2] (training units): zeros but ``channel``, a differentiable
+        function of x (the autograd path), [N, channels]."""
+        rho2 = ((x[:, 0] - self.center[0]) ** 2 + (x[:, 1] - self.center[1]) ** 2) * self.length**2
+        h = self.factor * torch.exp(-rho2 / (2 * self.radius**2)) * line_source_near_field(rho2, self.k, self.sigma)
+        return torch.stack([h if c == self.channel else torch.zeros_like(h) for c in range(self.channels)], 1)
+
+    def _jet(self, x: Jet) -> Jet:
+        """The added term's jet by the chain rule through the closed-form gradient and Hessian (in x'):
+        grad h = 2 L^2 h' dx, Hess h = 4 L^4 h'' dx dx^T + 2 L^2 h' I; first channels grad h . a_k, pair channels
+        a_i^T Hess a_j + grad h . a_ij, the summed channel sum_k w_k a_k^T Hess a_k + grad h . L[a]."""
+        ch, spec = x.channels, x.spec
+        h, dh, ddh, dx = self._radial(ch[0])
+        l2 = self.length**2
+        a = ch[..., :2].double()  # the inputs' channels along the two spatial columns
+        grad = 2 * l2 * dh[:, None] * dx
+
+        def hess(u, v):  # u^T Hess v for [N, 2] stacks
+            return 4 * l2**2 * ddh * (u * dx).sum(-1) * (v * dx).sum(-1) + 2 * l2 * dh * (u * v).sum(-1)
+
+        out = [h] + [(grad * a[1 + k]).sum(-1) for k in range(spec.k)]
+        for p, (i, j) in enumerate(spec.pairs):
+            ki, kj = spec.wrt.index(i), spec.wrt.index(j)
+            out.append(hess(a[1 + ki], a[1 + kj]) + (grad * a[1 + spec.k + p]).sum(-1))
+        if spec.has_lap:
+            lap = (grad * a[-1]).sum(-1)
+            for col, wk in spec.laplacian:
+                k = spec.wrt.index(col)
+                lap = lap + wk * hess(a[1 + k], a[1 + k])
+            out.append(lap)
+        val = torch.stack(out, 0).to(ch.dtype)  # [channels of the jet, N]
+        zero = torch.zeros_like(val)
+        return x.like(torch.stack([val if c == self.channel else zero for c in range(self.channels)], -1))
+
+    def forward(self, y, x):
+        return y + (self._jet(x) if isinstance(x, Jet) else self.closed_form(x))

@@ -41,3 +41,19 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
             full_env.pop(k, None)
     return subprocess.run([sys.executable, "-m", "elecsolver.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def assert_jets_equal_autograd(problem, net, rel: float, seed: int = 4) -> None:
+    """Every loss term of ``problem`` has the same residual through jets and through nested autograd, within
+    ``rel`` of the largest residual (float64 network ``net``)."""
+    import torch
+
+    from elecsolver.training.loss import constraint_residual
+
+    for c in problem.constraints():
+        cloud = c.sample(seed, 1.0)
+        pts = torch.as_tensor(cloud.points)
+        nrm = None if cloud.normals is None else torch.as_tensor(cloud.normals)
+        r_jet = constraint_residual(net, c, pts, nrm, problem.inputs, problem.outputs, "jet").detach()
+        r_ad = constraint_residual(net, c, pts, nrm, problem.inputs, problem.outputs, "autograd").detach()
+        assert float((r_jet - r_ad).abs().max()) <= rel * float(r_ad.abs().max()), c.name

@@ -202,16 +202,12 @@ def test_mpirun_layout_the_network_does_not_fit_is_one_clear_error(tmp_path, bad
     assert not (tmp_path / "bad").exists()
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
-def test_mpirun_complex_fields_with_a_pml_equal_one_process(tmp_path):
-    """A time-harmonic problem (complex Ez as two channels, |r|^2 loss, a PML, a complex Dirichlet value) under
-    mpirun -n 2 equals one process: parameters and loss (float64, relative 1e-10) and the exported complex fields."""
+def _dp_equals_one_process(tmp_path, args, field, shape):
+    """``elecsolver run ARGS`` under mpirun -n 2 equals one process: parameters and loss (float64, relative
+    1e-10) and the exported ``field`` (its dataset's shape ``shape``)."""
     import h5py
     import numpy as np
 
-    args = ["run", "pec-cylinder-scattering", "--preset", "ci", "--steps", "4", "--dtype", "float64", "--quiet",
-            "--set", "sampling.interior=301", "--set", "sampling.cylinder=67", "--set", "sampling.pml_end=45",
-            "--set", "output.n=21"]
     one = run_cli(*args, "--out", str(tmp_path / "one"))
     assert one.returncode == 0, one.stderr
     two = _mpirun([*args, "--out", str(tmp_path / "two")])
@@ -220,5 +216,25 @@ def test_mpirun_complex_fields_with_a_pml_equal_one_process(tmp_path):
     la, lb = a["history"][-1]["loss"], b["history"][-1]["loss"]
     assert abs(la - lb) / abs(la) < 1e-10
     with h5py.File(tmp_path / "one" / "fields.h5", "r") as f1, h5py.File(tmp_path / "two" / "fields.h5", "r") as f2:
-        ea, eb = f1["fields/Ez"][()], f2["fields/Ez"][()]
-        assert ea.shape == (21, 21, 2) and np.max(np.abs(ea - eb)) <= 1e-10 * np.max(np.abs(ea))
+        ea, eb = f1[f"fields/{field}"][()], f2[f"fields/{field}"][()]
+        assert ea.shape == shape and np.max(np.abs(ea - eb)) <= 1e-10 * np.max(np.abs(ea))
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+def test_mpirun_complex_fields_with_a_pml_equal_one_process(tmp_path):
+    """A time-harmonic problem (complex Ez as two channels, |r|^2 loss, a PML, a complex Dirichlet value) under
+    mpirun -n 2 equals one process: parameters and loss (float64, relative 1e-10) and the exported complex fields."""
+    _dp_equals_one_process(tmp_path, ["run", "pec-cylinder-scattering", "--preset", "ci", "--steps", "4", "--dtype",
+                                      "float64", "--quiet", "--set", "sampling.interior=301", "--set",
+                                      "sampling.cylinder=67", "--set", "sampling.pml_end=45", "--set", "output.n=21"],
+                           "Ez", (21, 21, 2))
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+def test_mpirun_subdomains_and_an_interface_equal_one_process(tmp_path):
+    """A problem with a subdomain (one copy of V per side, level-set features, an interface term, a piecewise
+    permittivity) under mpirun -n 2 equals one process."""
+    _dp_equals_one_process(tmp_path, ["run", "electrostatics-dielectric-cylinder", "--preset", "ci", "--steps", "4",
+                                      "--dtype", "float64", "--quiet", "--set", "sampling.interior=301", "--set",
+                                      "sampling.interface=67", "--set", "sampling.window=45", "--set", "output.n=21"],
+                           "V", (21, 21))

@@ -157,6 +157,18 @@ class Domain:
     dim: int = 0
 
     # geometry ---------------------------------------------------------------------------
+    def level_set(self, x):
+        """A smooth (C-infinity) level set of the domain as a torch function of points x [N, d] (m) -> [N]:
+        negative inside, zero on the boundary; what a subdomain of a problem needs (``Problem.subdomains``).
+
+        Raises
+        ------
+        NotImplementedError
+            For a domain without one (the primitives Interval, Rectangle, Box, Disk and Sphere have one).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no smooth level set; a subdomain must be an Interval, "
+                                  "Rectangle, Box, Disk or Sphere")
+
     def signed_distance(self, points) -> np.ndarray:
         """Signed distance to the boundary, float64 [N] (m): < 0 inside, 0 on it, > 0 outside.
 

@@ -61,6 +61,22 @@ class _AxisBox(PatchDomain):
         outside = np.linalg.norm(np.maximum(q, 0.0), axis=1)
         return outside + np.minimum(q.max(axis=1), 0.0)
 
+    def level_set(self, x):
+        """A smooth level set of the box, a torch function of points x [N, d] (m) -> [N] (m): negative inside,
+        zero on the faces (and on their planes beyond the box), -prod_a f_a with f_a = (x_a - lo_a)(hi_a - x_a) /
+        h_a (h the edge lengths) and every factor but the first divided by its value h_a / 4 at the centre.  On a
+        face its gradient is the outward normal times a factor that is 1 at the face's centre (in 1D: exactly
+        the signed distance's gradient at both ends)."""
+        import torch
+
+        lo = torch.as_tensor(self.lo, dtype=x.dtype, device=x.device)
+        hi = torch.as_tensor(self.hi, dtype=x.dtype, device=x.device)
+        f = (x[:, : self.dim] - lo) * (hi - x[:, : self.dim]) / (hi - lo)  # distance to the nearer face, to first order
+        out = f[:, 0]
+        for a in range(1, self.dim):
+            out = out * f[:, a] / float((self.hi[a] - self.lo[a]) / 4)  # f_a / (h_a / 4) = 1 at the centre
+        return -out
+
     def bbox(self):
         return self.lo.copy(), self.hi.copy()
 
@@ -171,6 +187,14 @@ class _Ball(PatchDomain):
     def signed_distance(self, points) -> np.ndarray:
         pts = check_points(points, self.dim).astype(np.float64)
         return np.linalg.norm(pts - self.center, axis=1) - self.radius
+
+    def level_set(self, x):
+        """A smooth level set, a torch function of points x [N, d] (m) -> [N] (m): (|x - c|^2 - r^2) / (2 r),
+        negative inside, zero on the sphere, the signed distance to first order there."""
+        import torch
+
+        c = torch.as_tensor(self.center, dtype=x.dtype, device=x.device)
+        return (((x[:, : self.dim] - c) ** 2).sum(1) - self.radius**2) / (2 * self.radius)
 
     def bbox(self):
         return self.center - self.radius, self.center + self.radius

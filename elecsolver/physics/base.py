@@ -22,7 +22,8 @@ import torch
 
 from ..scales import Scales
 
-__all__ = ["PDE", "Coefficient", "Condition", "Context", "Derivatives", "coefficient", "si_columns", "values_of"]
+__all__ = ["PDE", "Coefficient", "Condition", "Context", "Derivatives", "Interface", "coefficient", "si_columns",
+           "values_of"]
 
 Coefficient = float | complex | Callable[..., torch.Tensor]
 
@@ -138,6 +139,27 @@ class PDE:
         """The residual [N, m] at nondimensional ``points`` [N, d] from the fields ``f``."""
         raise NotImplementedError
 
+    def interface_derivatives(self, inputs: Sequence[str]) -> Derivatives:
+        """The derivatives :meth:`interface_residual` reads (default: the first spatial ones)."""
+        return Derivatives(wrt=tuple(n for n in inputs if n != "t"))
+
+    def interface_residual(self, inner, outer, inner_points: torch.Tensor, outer_points: torch.Tensor,
+                           normals: torch.Tensor, ctx: Context) -> torch.Tensor:
+        """The continuity conditions across an interface between two media, [N, m] in training units.
+
+        ``inner`` and ``outer`` are the fields of the two sides (the copies of a subdomain and of its
+        neighbour), ``normals`` [N, s] the unit normals from the inner side to the outer one, and
+        ``inner_points`` / ``outer_points`` [N, d] the interface points moved a hair to each side (where a
+        coefficient that jumps is read).
+
+        Raises
+        ------
+        NotImplementedError
+            For a PDE that declares no interface conditions.
+        """
+        raise NotImplementedError(f"{type(self).__name__} declares no interface conditions; subdomains need a PDE "
+                                  "with interface_residual (Poisson, Laplace, Maxwell)")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(fields={self.fields})"
 
@@ -180,6 +202,38 @@ class Condition:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, on={self.on}, weight={self.weight})"
+
+
+class Interface(Condition):
+    """The interface between a subdomain (``Problem.subdomains``) and its neighbour, where the PDE's continuity
+    conditions (``PDE.interface_residual``) join the copies of the fields on the two sides.
+
+    Parameters
+    ----------
+    subdomain : str
+        The subdomain whose boundary it is (its normals point out of it).
+    on : str or sequence of str, optional
+        Boundary tags of that subdomain (default its whole boundary; e.g. only "slab:xmin" when the slab's
+        other face is the domain's own edge).
+    outside : str, optional
+        The neighbour's name (default "background", every point outside the subdomains).
+    weight, name, points
+        As :class:`Condition` (default name "interface"; points from ``sampling.interface``, or the
+        condition's own entry ``sampling.<name>``).
+    """
+
+    where = "interface"
+    default_name = "interface"
+
+    def __init__(self, subdomain: str, on: str | Sequence[str] | None = None, *, outside: str | None = None,
+                 **kwargs):
+        if not isinstance(subdomain, str):
+            raise ValueError(f"Interface: subdomain must be the name of one of Problem.subdomains, got {subdomain!r}")
+        super().__init__(on, **kwargs)
+        self.subdomain, self.outside = subdomain, outside
+
+    def __repr__(self) -> str:
+        return f"Interface({self.subdomain!r}, on={self.on}, outside={self.outside!r}, name={self.name!r})"
 
 
 def values_of(fn: Callable[..., Mapping[str, torch.Tensor] | torch.Tensor], names: Sequence[str],

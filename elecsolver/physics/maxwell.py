@@ -13,7 +13,7 @@ written as terms added to the right-hand side.)  With x = L x', t = T t', E = E0
     r_H = mu_r  a_H dH'/dt' + curl' E' - S_H L / E0,                          a_H = mu0 H0 L / (T E0)
 
 and a_E = a_H = 1 with the default scales T = L/c0, H0 = E0/eta0.  TEz has (Ex, Ey, Hz), TMz (Ez, Hx, Hy),
-both independent of z; 3D has all six.  eps_r, mu_r and sigma (S/m) are numbers or functions of the SI
+both independent of z; 3D has all six; 1D (a plane wave along x) has (Ey, Hz) or (Ez, Hy).  eps_r, mu_r and sigma (S/m) are numbers or functions of the SI
 position (e.g. a piecewise function of regions, :func:`elecsolver.physics.piecewise`).
 """
 
@@ -26,7 +26,7 @@ import torch
 from ..scales import EPS0, MU0
 from .base import PDE, Coefficient, Context, Derivatives, coefficient
 
-__all__ = ["Maxwell", "Maxwell3D", "MaxwellTEz", "MaxwellTMz", "curl_vector", "vector"]
+__all__ = ["Maxwell", "Maxwell1D", "Maxwell3D", "MaxwellTEz", "MaxwellTMz", "curl_vector", "vector"]
 
 _AXES = ("x", "y", "z")
 
@@ -140,6 +140,51 @@ class Maxwell(PDE):
                 r = r - src[name] * (sc.length / sc.E0)
             out[name] = r
         return torch.stack([out[c] for c in self.fields], dim=1)
+
+    def interface_derivatives(self, inputs: Sequence[str]) -> Derivatives:
+        return Derivatives()
+
+    def interface_residual(self, inner, outer, inner_points, outer_points, normals, ctx):
+        """n x (E_in - E_out) and n x (H_in - H_out), the nonzero components of each, [N, m]: the tangential
+        fields are continuous across an interface without surface currents (Jackson, 3rd ed., sec. I.5;
+        Balanis, *Advanced Engineering Electromagnetics*, 2nd ed., eqs. 1-79 and 1-80).  With the level-set
+        copies of ``Problem.subdomains`` every field is continuous by construction and this residual is zero;
+        it holds independent copies to the same conditions."""
+        n = [normals[:, k] if k < normals.shape[1] else None for k in range(3)]
+        cols = []
+        for comps in (self.E, self.H):
+            jump = [None if c is None else inner[c] - outer[c] for c in comps]
+            for a, b, c in ((1, 2, 0), (2, 0, 1), (0, 1, 2)):  # (n x J)_c = n_a J_b - n_b J_a
+                terms = [n[a] * jump[b] if n[a] is not None and jump[b] is not None else None,
+                         -n[b] * jump[a] if n[b] is not None and jump[a] is not None else None]
+                terms = [t for t in terms if t is not None]
+                if terms:
+                    cols.append(sum(terms))
+        return torch.stack(cols, 1)
+
+
+class Maxwell1D(Maxwell):
+    """1D: a plane wave along x, fields (Ey, Hz) (``polarisation="Ey"``) or (Ez, Hy) (``"Ez"``), inputs (x, t)
+    (see :class:`Maxwell`): eps dEy/dt = -dHz/dx, mu dHz/dt = -dEy/dx (Taflove & Hagness, 3rd ed., eqs.
+    3.13-3.14).
+
+    Raises
+    ------
+    ValueError
+        For another polarisation.
+    """
+
+    def __init__(self, polarisation: str = "Ey", **kwargs):
+        if polarisation not in ("Ey", "Ez"):
+            raise ValueError(f"Maxwell1D: polarisation must be 'Ey' (Ey, Hz) or 'Ez' (Ez, Hy), got {polarisation!r}")
+        if polarisation == "Ey":
+            super().__init__((None, "Ey", None), (None, None, "Hz"), **kwargs)
+        else:
+            super().__init__((None, None, "Ez"), (None, "Hy", None), **kwargs)
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return ("x",)
 
 
 class MaxwellTEz(Maxwell):

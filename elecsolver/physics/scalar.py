@@ -308,6 +308,17 @@ class Poisson(ScalarPDE):
             r = r - sum(grad_eps[:, k] * f.d(u, a) for k, a in enumerate(ctx.space))
         return r.unsqueeze(1)
 
+    def interface_residual(self, inner, outer, inner_points, outer_points, normals, ctx):
+        """[phi_in - phi_out, eps_in dphi_in/dn - eps_out dphi_out/dn], [N, 2]: the potential and the normal
+        displacement D_n = -eps dphi/dn are continuous across a charge-free interface (Jackson, 3rd ed., sec.
+        4.4, eqs. 4.40-4.41)."""
+        u = self.field
+        eps_i = coefficient(self.eps_r, inner_points, ctx) if callable(self.eps_r) else self.eps_r
+        eps_o = coefficient(self.eps_r, outer_points, ctx) if callable(self.eps_r) else self.eps_r
+        dn_i = sum(normals[:, k] * inner.d(u, a) for k, a in enumerate(ctx.space))
+        dn_o = sum(normals[:, k] * outer.d(u, a) for k, a in enumerate(ctx.space))
+        return torch.stack([inner[u] - outer[u], eps_i * dn_i - eps_o * dn_o], 1)
+
 
 class Laplace(Poisson):
     """Laplace equation div(eps_r grad phi) = 0 (Jackson, 3rd ed., eq. 1.29 for eps_r = 1): :class:`Poisson`
