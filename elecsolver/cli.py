@@ -99,10 +99,18 @@ def load_problem_class(spec: str):
         name = f"elecsolver_user_{path.stem}_{abs(hash(str(path.resolve())))}"
         module = sys.modules.get(name)
         if module is None:
+            folder = str(path.resolve().parent)
+            if folder not in sys.path:  # as `python file.py` does: the file may import the files beside it
+                sys.path.insert(0, folder)
             spec_ = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec_)
             sys.modules[name] = module
-            spec_.loader.exec_module(module)
+            try:
+                spec_.loader.exec_module(module)
+            except ImportError as exc:
+                sys.modules.pop(name, None)
+                raise UsageError(f"{target}: {exc} (the file's folder {folder} is on the import path; install or "
+                                 "place the module there)") from None
     elif attr:
         try:
             module = importlib.import_module(target)

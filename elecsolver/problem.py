@@ -313,6 +313,18 @@ class Problem:
             if unknown:
                 raise ValueError(f"interface {i.name!r} is on tags {unknown}, but subdomain {i.subdomain!r} has the "
                                  f"boundary tags {sorted(self.subdomains[i.subdomain].boundary_tags())}")
+        for i in self.interfaces:  # every face of an interface needs the domain on its far side
+            sub = self.subdomains[i.subdomain]
+            tags = list(i.on or sub.boundary_tags())
+            tol = 1e-9 * space.size()
+            inside = {t: float(np.mean(space.signed_distance(sub.sample_boundary(64, "uniform", 0, tags=[t]).points)
+                                       < -tol)) for t in tags}
+            bad = [t for t, frac in inside.items() if frac < 0.5]
+            if bad:
+                good = [t for t in sub.boundary_tags() if t not in bad and (i.on is None or t in i.on)]
+                raise ValueError(f"interface {i.name!r}: the faces {bad} of subdomain {i.subdomain!r} lie on the "
+                                 f"domain's boundary (or outside it), where nothing is on their far side; give "
+                                 f"Interface(on=...) the faces inside the domain" + (f", e.g. on={good}" if good else ""))
         if self.interfaces and not self.subdomains:
             raise ValueError("interfaces need subdomains: declare self.subdomains = {name: Domain}")
         if self.subdomains and not self.interfaces:
@@ -470,7 +482,7 @@ class Problem:
 
             make(c.name, n, sample_c, res_c, c.derivatives(self.inputs), c.weight)
         for i in self.interfaces:
-            n = self._count(i.name, "interface", i.points)
+            n = self._count(i.name, "interface" if "interface" in self.config["sampling"] else "boundary", i.points)
             sub, outside = self.subdomains[i.subdomain], i.outside or BACKGROUND
 
             def sample_i(seed, progress=1.0, n=n, sub=sub, i=i):

@@ -166,3 +166,18 @@ def test_example_script_takes_the_cli_options(tmp_path):
     assert m["steps"] == 3 and m["preset"] == "ci"
     cfg = json.loads(h5py.File(out / "fields.h5", "r").attrs["config"])
     assert cfg["sampling"]["interior"] == 200
+
+
+def test_a_problem_file_imports_the_files_beside_it_and_a_missing_import_is_one_clear_error(tmp_path):
+    """``elecsolver run dir/file.py`` puts dir on the import path, as ``python dir/file.py`` does."""
+    from elecsolver.cli import UsageError, load_problem_class
+
+    (tmp_path / "shared_setup.py").write_text("WIDTH = 0.5\n")
+    (tmp_path / "uses_it.py").write_text(
+        "import elecsolver as es\nfrom shared_setup import WIDTH\n\n"
+        "class Beside(es.Problem):\n    name = 'beside'\n    width = WIDTH\n")
+    cls = load_problem_class(str(tmp_path / "uses_it.py"))
+    assert cls.__name__ == "Beside" and cls.width == 0.5
+    (tmp_path / "broken.py").write_text("import no_such_module_here\n")
+    with pytest.raises(UsageError, match="No module named 'no_such_module_here'.*on the import path"):
+        load_problem_class(str(tmp_path / "broken.py"))

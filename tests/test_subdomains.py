@@ -237,3 +237,33 @@ def test_maxwell_interface_residual_is_the_jump_of_the_tangential_fields():
     # n x dE has only a z component, n_x dEy - n_y dEx; n x (dHz z) = (n_y dHz, -n_x dHz, 0)
     expected = torch.tensor([[0.6 * d[1] - 0.8 * d[0], 0.8 * d[2], -0.6 * d[2]]], dtype=torch.float64)
     assert torch.allclose(r, expected, atol=1e-15)
+
+
+def test_an_interface_face_on_the_domains_boundary_is_refused():
+    """A layer whose face is the domain's own edge (a capacitor plate) has no neighbour there: Interface() on its
+    whole boundary would hold that face to continuity with nothing; it is refused, naming the faces to give."""
+
+    class Capacitor(es.Problem):
+        name = "capacitor"
+        defaults = {"sampling": {"interior": 50}}
+        faces = None
+
+        def setup(self):
+            layer = es.Interval(0.0, 1e-3, name="layer")
+            self.domain = es.Interval(0.0, 2e-3, name="gap")
+            self.subdomains = {"layer": layer}
+            self.pde = es.Laplace(field="V", unit="V", eps_r=es.piecewise([(layer, 4.0)], default=1.0))
+            self.interfaces = [es.Interface("layer", on=self.faces)]
+            self.conditions = [es.Dirichlet(on="gap:xmin", value=1.0), es.Dirichlet(on="gap:xmax", value=0.0,
+                                                                                       name="ground")]
+            self.scales = es.Scales(length=2e-3, E0=500.0)
+            self.output = es.GridSites({"x": np.linspace(0.0, 2e-3, 11)})
+
+    with pytest.raises(es.ConfigError, match=r"faces \['layer:xmin'\] of subdomain 'layer' lie on the domain's "
+                                             r"boundary.*on=\['layer:xmax'\]"):
+        Capacitor(Capacitor.preset_config())
+
+    class Fixed(Capacitor):
+        faces = "layer:xmax"
+
+    assert [c.name for c in Fixed(Fixed.preset_config()).constraints()] == ["pde", "dirichlet", "ground", "interface"]

@@ -218,8 +218,8 @@ class Interface(Condition):
     outside : str, optional
         The neighbour's name (default "background", every point outside the subdomains).
     weight, name, points
-        As :class:`Condition` (default name "interface"; points from ``sampling.interface``, or the
-        condition's own entry ``sampling.<name>``).
+        As :class:`Condition` (default name "interface"; points from the term's own entry ``sampling.<name>``,
+        else ``sampling.interface``, else ``sampling.boundary``).
     """
 
     where = "interface"
