@@ -42,6 +42,7 @@ __all__ = [
     "SubdomainMerge",
     "build_body",
     "build_network",
+    "chain_rule_jet",
     "flat_multiscale_layers",
     "grouped_matmul",
     "register_head",
@@ -731,9 +732,9 @@ def input_function_jet(fn: Callable[[torch.Tensor], torch.Tensor], x: Jet) -> Je
     chain rule to second order, as :class:`FuncJet`, but without a forward-mode pass per channel: ``fn`` is
     cheap and its derivatives carry no parameter gradients, so they are computed once and detached).
     """
-    ch, spec = x.channels, x.spec
+    spec = x.spec
     with torch.enable_grad():
-        x0 = ch[0].detach().requires_grad_(True)
+        x0 = x.channels[0].detach().requires_grad_(True)
         val = fn(x0)
         m = val.shape[1]
         grads = [torch.autograd.grad(val[:, j].sum(), x0, create_graph=spec.second_order, allow_unused=True)[0]
@@ -749,28 +750,41 @@ def input_function_jet(fn: Callable[[torch.Tensor], torch.Tensor], x: Jet) -> Je
                          if g.requires_grad else None)
                     rows.append(torch.zeros_like(x0) if h is None else h)
                 hess.append(torch.stack(rows, 1).detach())
-    grads = [g.detach() for g in grads]
+    grad = torch.stack([g.detach() for g in grads], 1)  # [N, m, D]
+    hess_fn = None if hess is None else (lambda u, v, h=torch.stack(hess, 1): torch.einsum("ni,nmij,nj->nm", u, h, v))
+    return chain_rule_jet(x, val.detach(), lambda u: torch.einsum("nmi,ni->nm", grad, u), hess_fn)
 
-    def cols(fun):
-        return torch.stack([fun(j) for j in range(m)], -1)
 
-    out = [val.detach()]
-    out += [cols(lambda j, k=k: (grads[j] * ch[1 + k]).sum(-1)) for k in range(spec.k)]
-    if spec.second_order:
-        def quad(j, u, v):
-            return torch.einsum("ni,nij,nj->n", u, hess[j], v)
+def chain_rule_jet(x: Jet, value: torch.Tensor, lin, hess) -> Jet:
+    """The jet of a function f of the inputs from its first and second directional derivatives at the input
+    jet's value (Griewank & Walther, *Evaluating Derivatives*, 2nd ed., 2008, ch. 13): channels f, f'[a_k],
+    f''[a_i, a_j] + f'[a_ij] and sum_k w_k f''[a_k, a_k] + f'[L[a]], a_* the input jet's channels.
 
-        for p, (i, jj) in enumerate(spec.pairs):
-            ki, kj = spec.wrt.index(i), spec.wrt.index(jj)
-            out.append(cols(lambda j, p=p, ki=ki, kj=kj: quad(j, ch[1 + ki], ch[1 + kj]) + (grads[j] * ch[1 + spec.k + p]).sum(-1)))
-        if spec.has_lap:
-            def lap(j):
-                acc = (grads[j] * ch[-1]).sum(-1)
-                for col, w in spec.laplacian:
-                    k = spec.wrt.index(col)
-                    acc = acc + w * quad(j, ch[1 + k], ch[1 + k])
-                return acc
-            out.append(cols(lap))
+    Parameters
+    ----------
+    x : Jet
+        The input jet, channels [1+K+P+L, N, D].
+    value : torch.Tensor
+        f at the value, [N, m].
+    lin : callable
+        lin(u) -> f'[u], [N, D] -> [N, m].
+    hess : callable or None
+        hess(u, v) -> f''[u, v], two [N, D] -> [N, m]; None for a first-order jet.
+
+    Returns a jet like ``x`` with [1+K+P+L, N, m] channels, in ``x``'s dtype (:class:`FuncJet`,
+    :func:`input_function_jet` and the near-field heads assemble their jets here).
+    """
+    ch, spec = x.channels, x.spec
+    out = [value] + [lin(ch[1 + k]) for k in range(spec.k)]
+    for p, (i, j) in enumerate(spec.pairs):
+        ki, kj = spec.wrt.index(i), spec.wrt.index(j)
+        out.append(hess(ch[1 + ki], ch[1 + kj]) + lin(ch[1 + spec.k + p]))
+    if spec.has_lap:
+        acc = lin(ch[-1])
+        for col, w in spec.laplacian:
+            k = spec.wrt.index(col)
+            acc = acc + w * hess(ch[1 + k], ch[1 + k])
+        out.append(acc)
     return x.like(torch.stack(out, 0).to(ch.dtype))
 
 
@@ -953,8 +967,7 @@ class FuncJet(nn.Module):
         from torch.func import jvp
 
         f = self.module
-        spec, ch = x.spec, x.channels
-        a0 = ch[0]
+        a0 = x.channels[0]
 
         def d1(direction):
             return jvp(f, (a0,), (direction,))[1]
@@ -962,15 +975,4 @@ class FuncJet(nn.Module):
         def d2(u, v):  # f''(a0)[u, v]
             return jvp(lambda z: jvp(f, (z,), (v,))[1], (a0,), (u,))[1]
 
-        first = [d1(ch[1 + k]) for k in range(spec.k)]
-        out = [f(a0)] + first
-        for p, (i, j) in enumerate(spec.pairs):
-            ki, kj = spec.wrt.index(i), spec.wrt.index(j)
-            out.append(d2(ch[1 + ki], ch[1 + kj]) + d1(ch[1 + spec.k + p]))
-        if spec.has_lap:
-            lap = d1(ch[-1])
-            for col, w in spec.laplacian:
-                k = spec.wrt.index(col)
-                lap = lap + w * d2(ch[1 + k], ch[1 + k])
-            out.append(lap)
-        return x.like(torch.stack(out, dim=0))
+        return chain_rule_jet(x, f(a0), d1, d2)

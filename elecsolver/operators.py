@@ -181,9 +181,7 @@ class SubdomainFields:
             return method(f"{name}@{self.side}", *args)
         out = method(f"{name}@{self.order[-1]}", *args)
         for sub in reversed(self.order[:-1]):
-            mask = self.masks.get(sub)
-            if mask is not None and bool(mask.any()):
-                out = torch.where(mask, method(f"{name}@{sub}", *args), out)
+            out = torch.where(self.masks[sub], method(f"{name}@{sub}", *args), out)
         return out
 
     def __getitem__(self, name: str) -> torch.Tensor:

@@ -245,9 +245,9 @@ class Problem:
         self._check_subdomains()
         # the network's real output channels: a complex field u is carried as "u.re" and "u.im", and with
         # subdomains as one such block per subdomain ("u@rod", "u@background")
-        copies = [f"{n}@{sub}" for sub in self.subdomain_order for n in self.fields] if self.subdomains else self.fields
-        self.outputs = tuple(ch for n in copies
-                             for ch in ((f"{n}.re", f"{n}.im") if n.split("@")[0] in self.complex_fields else (n,)))
+        self.outputs = tuple(ch for name, copy_name in self._blocks()
+                             for ch in ((f"{copy_name}.re", f"{copy_name}.im") if name in self.complex_fields
+                                        else (copy_name,)))
         self.time_convention = getattr(self.pde, "time_convention", None) if self.complex_fields else None
         for name, d in self.derived.items():
             if not isinstance(d, Derived) or name in self.fields:
@@ -290,6 +290,8 @@ class Problem:
         from .physics.base import Interface
 
         space = self.space_domain
+        if self.interfaces and not self.subdomains:
+            raise ValueError("interfaces need subdomains: declare self.subdomains = {name: Domain}")
         for name, sub in self.subdomains.items():
             if not (isinstance(name, str) and name.isidentifier() and name != BACKGROUND):
                 raise ValueError(f"subdomains: {name!r} is no name (an identifier other than {BACKGROUND!r})")
@@ -309,12 +311,12 @@ class Problem:
             if outside not in self.subdomain_order or outside == i.subdomain:
                 raise ValueError(f"interface {i.name!r}: outside={i.outside!r} must name another subdomain of "
                                  f"{self.subdomain_order}")
-            unknown = sorted(set(i.on or ()) - set(self.subdomains[i.subdomain].boundary_tags()))
+            sub = self.subdomains[i.subdomain]
+            unknown = sorted(set(i.on or ()) - set(sub.boundary_tags()))
             if unknown:
                 raise ValueError(f"interface {i.name!r} is on tags {unknown}, but subdomain {i.subdomain!r} has the "
-                                 f"boundary tags {sorted(self.subdomains[i.subdomain].boundary_tags())}")
-        for i in self.interfaces:  # every face of an interface needs the domain on its far side
-            sub = self.subdomains[i.subdomain]
+                                 f"boundary tags {sorted(sub.boundary_tags())}")
+            # every face of an interface needs the domain on its far side
             tags = list(i.on or sub.boundary_tags())
             tol = 1e-9 * space.size()
             inside = {t: float(np.mean(space.signed_distance(sub.sample_boundary(64, "uniform", 0, tags=[t]).points)
@@ -325,8 +327,6 @@ class Problem:
                 raise ValueError(f"interface {i.name!r}: the faces {bad} of subdomain {i.subdomain!r} lie on the "
                                  f"domain's boundary (or outside it), where nothing is on their far side; give "
                                  f"Interface(on=...) the faces inside the domain" + (f", e.g. on={good}" if good else ""))
-        if self.interfaces and not self.subdomains:
-            raise ValueError("interfaces need subdomains: declare self.subdomains = {name: Domain}")
         if self.subdomains and not self.interfaces:
             raise ValueError(f"subdomains {sorted(self.subdomains)} carry their own fields, but no interface joins "
                              "them: declare self.interfaces = [elecsolver.Interface(subdomain)]")
@@ -631,7 +631,8 @@ class Problem:
 
     def _copies(self) -> list[int]:
         """The index in ``fields`` of each output channel's field."""
-        return [self.fields.index(ch.split("@")[0].removesuffix(".re").removesuffix(".im")) for ch in self.outputs]
+        return [self.fields.index(name) for name, _ in self._blocks()
+                for _ in range(2 if name in self.complex_fields else 1)]
 
     def channels(self, values: Mapping[str, object], n: int, training_units: bool = False) -> torch.Tensor:
         """Field values {field: [n] tensor or number, SI; missing fields 0} as the network's output channels
@@ -682,8 +683,8 @@ class Problem:
         if vals.ndim != 2 or vals.shape[1] != len(self.outputs):
             raise ValueError(f"values must have shape [nt*S, {len(self.outputs)}] (channels {self.outputs}), got "
                              f"{list(vals.shape)}")
-        def column(copy_name):
-            if copy_name.split("@")[0] in self.complex_fields:
+        def column(name, copy_name):
+            if name in self.complex_fields:
                 re, im = self.outputs.index(f"{copy_name}.re"), self.outputs.index(f"{copy_name}.im")
                 return vals[:, re] + 1j * vals[:, im]
             return vals[:, self.outputs.index(copy_name)]
@@ -695,11 +696,11 @@ class Problem:
         fields = {}
         for name in self.fields:
             if masks is None:
-                fields[name] = column(name).reshape(shape)
+                fields[name] = column(name, name).reshape(shape)
                 continue
-            out = column(f"{name}@{BACKGROUND}")
+            out = column(name, f"{name}@{BACKGROUND}")
             for sub in self.subdomains:
-                out = np.where(masks[sub], column(f"{name}@{sub}"), out)
+                out = np.where(masks[sub], column(name, f"{name}@{sub}"), out)
             fields[name] = out.reshape(shape)
         units = dict(self.units)
         if self.derived:

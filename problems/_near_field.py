@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from elecsolver.jets import Jet
-from elecsolver.networks import FuncJet, register_head
+from elecsolver.networks import FuncJet, chain_rule_jet, register_head
 from elecsolver.reference.line_source import ein_derivatives, line_source_near_field
 
 # phi(q) = (1 - exp(-q)) / q = Ein'(q) and its derivative, with Taylor series where the closed forms cancel
@@ -173,28 +173,20 @@ class LineSourceNearField(nn.Module):
         """The added term's jet by the chain rule through the closed-form gradient and Hessian (in x'):
         grad h = 2 L^2 h' dx, Hess h = 4 L^4 h'' dx dx^T + 2 L^2 h' I; first channels grad h . a_k, pair channels
         a_i^T Hess a_j + grad h . a_ij, the summed channel sum_k w_k a_k^T Hess a_k + grad h . L[a]."""
-        ch, spec = x.channels, x.spec
-        h, dh, ddh, dx = self._radial(ch[0])
+        h, dh, ddh, dx = self._radial(x.channels[0])
         l2 = self.length**2
-        a = ch[..., :2].double()  # the inputs' channels along the two spatial columns
-        grad = 2 * l2 * dh[:, None] * dx
+        pick = torch.zeros(self.channels, dtype=h.dtype, device=h.device)
+        pick[self.channel] = 1.0  # the term enters one channel
 
-        def hess(u, v):  # u^T Hess v for [N, 2] stacks
-            return 4 * l2**2 * ddh * (u * dx).sum(-1) * (v * dx).sum(-1) + 2 * l2 * dh * (u * v).sum(-1)
+        def lin(u):  # grad h . u for an input channel [N, 2] -> [N, channels]
+            return (2 * l2 * dh * (u.double() * dx).sum(-1))[:, None] * pick
 
-        out = [h] + [(grad * a[1 + k]).sum(-1) for k in range(spec.k)]
-        for p, (i, j) in enumerate(spec.pairs):
-            ki, kj = spec.wrt.index(i), spec.wrt.index(j)
-            out.append(hess(a[1 + ki], a[1 + kj]) + (grad * a[1 + spec.k + p]).sum(-1))
-        if spec.has_lap:
-            lap = (grad * a[-1]).sum(-1)
-            for col, wk in spec.laplacian:
-                k = spec.wrt.index(col)
-                lap = lap + wk * hess(a[1 + k], a[1 + k])
-            out.append(lap)
-        val = torch.stack(out, 0).to(ch.dtype)  # [channels of the jet, N]
-        zero = torch.zeros_like(val)
-        return x.like(torch.stack([val if c == self.channel else zero for c in range(self.channels)], -1))
+        def hess(u, v):  # u^T Hess v
+            u, v = u.double(), v.double()
+            q = 4 * l2**2 * ddh * (u * dx).sum(-1) * (v * dx).sum(-1) + 2 * l2 * dh * (u * v).sum(-1)
+            return q[:, None] * pick
+
+        return chain_rule_jet(x, h[:, None] * pick, lin, hess)
 
     def forward(self, y, x):
         return y + (self._jet(x) if isinstance(x, Jet) else self.closed_form(x))
