@@ -5,6 +5,7 @@ from __future__ import annotations
 from elecsolver.problem import Problem
 
 from .electrostatics_coax import ElectrostaticsCoax
+from .dielectric_interface_1d import DielectricInterface1D
 from .electrostatics_dielectric_cylinder import ElectrostaticsDielectricCylinder
 from .helmholtz_square import HelmholtzSquare
 from .line_source_2d import LineSource2D
@@ -52,3 +53,4 @@ register(PECCylinderScattering)
 register(WaveguideTE10)
 register(LineSource2D)
 register(ElectrostaticsDielectricCylinder)
+register(DielectricInterface1D)
