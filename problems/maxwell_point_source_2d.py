@@ -17,7 +17,11 @@ field |E_phi| = A (1 - exp(-r^2/(2 sigma^2))) / (2 pi r) of the source, at r = 1
 
 Free space is imitated by training on the window padded by ``absorbing.padding`` metres on every side,
 with the first-order Silver-Mueller condition on the outer edge (:class:`elecsolver.physics.SilverMueller`;
-E.tau = eta0 Hz in TEz); its reflections arrive late and weak in the window.  Collocation points are
+E.tau = eta0 Hz in TEz); its reflections arrive late and weak in the window.  The exact solution of that
+padded problem (the package's FDTD with the same wall, ``benchmarks/boundary_floor.py``) differs from the
+free-space field by 0.074 / 0.074 / 0.089 % (Ex / Ey / Hz, full window) at the default padding of 0.15 m, and
+by 0.41 / 0.41 / 0.49 % at 0.1 m: the modelling floor, which the accuracy issue holds to <= 0.3 %.  The
+``ci`` preset, scored on t <= 2.4 ns where no reflection has arrived (floor < 1e-5 either way), keeps 0.1 m.  Collocation points are
 dense in a disc of ``sampling.source_radius`` sigma around the source (a region of the domain), and the
 network's E carries the quasi-static near field of the source (``network.near_field``, a head, see
 ``_near_field.py``).
@@ -57,7 +61,7 @@ class MaxwellPointSource2D(es.Problem):
         "source": {"amplitude": 1.0, "frequency": 1.0e9, "sigma": 7.5e-3, "x0": 0.4975, "y0": 0.4975},
         "window": {"x": [0.0, 1.0], "y": [0.0, 1.0], "t": [0.0, 4.0e-9]},
         "output": {"nx": 101, "ny": 101, "nt": 41, "early_frames": 25},
-        "absorbing": {"padding": 0.1},
+        "absorbing": {"padding": 0.15},
         "network": {"kind": "multiscale", "width": 64, "depth": 4, "activation": "sin", "scales": [1.0, 4.0, 16.0],
                     "hard_initial": True, "near_field": True, "near_field_radius": 0.05},
         "sampling": {"interior": 8192, "source": 2048, "source_radius": 5.0, "boundary": 1024, "initial": 1024,
@@ -66,7 +70,7 @@ class MaxwellPointSource2D(es.Problem):
     }
     presets = {
         # under a minute on 2 CPU cores
-        "ci": {"network": {"width": 48, "depth": 3},
+        "ci": {"network": {"width": 48, "depth": 3}, "absorbing": {"padding": 0.1},
                "sampling": {"interior": 3000, "source": 800, "boundary": 400, "initial": 400, "resample_every": 50,
                             "time_ramp": 0.8, "time_ramp_start": 0.3},
                "training": {"steps": 500, "lr": 4e-3, "log_every": 100, "checkpoint_every": 100}},

@@ -71,6 +71,7 @@ from scipy import constants
 from ..physics.sources import GaussianProfile, GaussianPulse
 
 __all__ = [
+    "BOUNDARIES",
     "C0",
     "COURANT_LIMIT_2D",
     "DEFAULT_CELLS_PER_WAVELENGTH",
@@ -117,6 +118,10 @@ _SOURCE_EXTENT_SIGMAS = 6.0
 _BUFFER_MARGIN_CELLS = 10
 # Refuse grids larger than this many Hz cells (about 2.4 GB of field arrays).
 _MAX_CELLS = 100_000_000
+
+BOUNDARIES: tuple[str, ...] = ("pec", "silver-muller")
+"""Wall models of the Yee kernel: PEC (a reflection-free buffer emulates free space) or the first-order
+Silver-Mueller absorbing condition (the padded box the PINN trains on)."""
 
 
 # ---------------------------------------------------------------------------
@@ -349,19 +354,32 @@ def _time_stepping(t: np.ndarray, dt_out: float, dt_max: float) -> tuple[float, 
 # Yee kernel shared by the solvers
 # ---------------------------------------------------------------------------
 class _YeeTEz:
-    """In-place leapfrog update of the TEz Yee fields on a PEC-bounded rectangle.
+    """In-place leapfrog update of the TEz Yee fields on a rectangle closed by PEC or Silver-Mueller walls.
 
     Array layout is ``[y, x]``: ``Ex[j, i]`` at ``(i+1/2, j)`` with shape
     ``(ny+1, nx)``; ``Ey[j, i]`` at ``(i, j+1/2)`` with shape ``(ny, nx+1)``;
     ``Hz[j, i]`` at ``(i+1/2, j+1/2)`` with shape ``(ny, nx)``, where ``nx``, ``ny``
-    are the numbers of cells.  The PEC walls are the outermost grid lines: the
-    tangential ``Ex`` rows ``j = 0, ny`` and ``Ey`` columns ``i = 0, nx`` are never
-    updated and stay zero (Taflove & Hagness Ch. 3 Yee update equations with PEC
-    terminations).
+    are the numbers of cells.  The walls are the outermost grid lines, where the
+    tangential ``Ex`` rows ``j = 0, ny`` and ``Ey`` columns ``i = 0, nx`` live.
+
+    ``boundary="pec"``: those values are never updated and stay zero (Taflove &
+    Hagness Ch. 3 Yee update equations with PEC terminations).
+    ``boundary="silver-muller"``: the first-order absorbing condition
+    ``E . tau = eta0 Hz`` (tau = z x n, n the outward normal; at x_min Ey = -eta0 Hz,
+    at x_max Ey = eta0 Hz, at y_min Ex = eta0 Hz, at y_max Ex = -eta0 Hz), the
+    condition the PINN's :class:`~elecsolver.physics.SilverMueller` imposes.  The wall
+    value is updated on its half cell: e.g. at x_min,
+    ``eps0 (dx/2) dEy/dt = -(Hz_{1/2} - Hz_wall)`` with ``Hz_wall = -Ey / eta0`` at the
+    time centre, i.e. ``Ey^{n+1} (1 + C) = Ey^n (1 - C) - 2 dt/(eps0 dx) Hz_{1/2}``
+    (C = c dt / dx); it reflects a plane wave arriving at angle q from the normal by
+    (1 - cos q) / (1 + cos q) (Taflove & Hagness Ch. 6 on one-way boundary
+    conditions; the discrete scheme adds O(dx^2)).
     """
 
-    def __init__(self, nx: int, ny: int, dx: float, dt: float):
-        self.nx, self.ny = nx, ny
+    def __init__(self, nx: int, ny: int, dx: float, dt: float, boundary: str = "pec"):
+        if boundary not in BOUNDARIES:
+            raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
+        self.nx, self.ny, self.boundary = nx, ny, boundary
         self.Ex = np.zeros((ny + 1, nx))
         self.Ey = np.zeros((ny, nx + 1))
         self.Hz = np.zeros((ny, nx))
@@ -369,6 +387,8 @@ class _YeeTEz:
         self.ce = dt / (EPS0 * dx)
         self.ch = dt / (MU0 * dx)
         self.source_coeff = dt / MU0
+        courant = C0 * dt / dx
+        self._wall_keep, self._wall_h = (1 - courant) / (1 + courant), 2 * self.ce / (1 + courant)
         self._scratch = np.empty(nx * ny)
 
     def _buf(self, shape: tuple[int, int]) -> np.ndarray:
@@ -386,7 +406,13 @@ class _YeeTEz:
             self.Hz[source_slices] += source_values
 
     def update_e(self) -> None:
-        """E^n -> E^{n+1}: eps0 dEx/dt = dHz/dy, eps0 dEy/dt = -dHz/dx."""
+        """E^n -> E^{n+1}: eps0 dEx/dt = dHz/dy, eps0 dEy/dt = -dHz/dx (and the walls, see the class)."""
+        if self.boundary == "silver-muller":
+            keep, gain, hz = self._wall_keep, self._wall_h, self.Hz
+            self.Ey[:, 0] = keep * self.Ey[:, 0] - gain * hz[:, 0]
+            self.Ey[:, -1] = keep * self.Ey[:, -1] + gain * hz[:, -1]
+            self.Ex[0, :] = keep * self.Ex[0, :] + gain * hz[0, :]
+            self.Ex[-1, :] = keep * self.Ex[-1, :] - gain * hz[-1, :]
         tmp = self._buf((self.ny - 1, self.nx))
         np.subtract(self.Hz[1:, :], self.Hz[:-1, :], out=tmp)
         tmp *= self.ce
@@ -482,6 +508,7 @@ def plan_te_point_source(
     dx: float | None = None,
     courant: float = 0.68,
     buffer: float | None = None,
+    boundary: str = "pec",
 ) -> PointSourceGrid:
     """Choose the Yee grid used by :func:`solve_te_point_source`.
 
@@ -516,8 +543,11 @@ def plan_te_point_source(
     courant : float, optional
         Upper bound on ``c dt / dx``, in (0, 1/sqrt(2)).  Default 0.68.
     buffer : float, optional
-        Distance [m] from the output window to the PEC walls on all four sides
+        Distance [m] from the output window to the walls on all four sides
         (rounded up to whole cells).  Default: computed as above.
+    boundary : {"pec", "silver-muller"}, optional
+        The walls' model (see :class:`_YeeTEz`); "silver-muller" needs ``buffer`` (the
+        padding of the box) and never warns of wall reflections (they are the point).
 
     Returns
     -------
@@ -531,6 +561,10 @@ def plan_te_point_source(
         not dividing the output spacing, a negative ``buffer``, a ``buffer`` too
         small to contain the source, or a grid above 1e8 cells.
     """
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
+    if boundary != "pec" and buffer is None:
+        raise ValueError(f"boundary={boundary!r} needs buffer: the distance [m] from the output window to the walls")
     frequency = _check_positive_finite(frequency, "frequency")
     sigma = _check_positive_finite(sigma, "sigma")
     x0 = _check_finite(x0, "x0")
@@ -610,7 +644,7 @@ def plan_te_point_source(
         (y_max - y0 - ext) + (y_max - y_hi),
     )
     reflection_free = shortest >= C0 * t_end
-    if not reflection_free:
+    if not reflection_free and boundary == "pec":
         logger.warning(
             "buffer too thin: wall reflections reach the output window after %.3e s < t[-1] = %.3e s",
             shortest / C0,
@@ -649,6 +683,7 @@ def solve_te_point_source(
     dx: float | None = None,
     courant: float = 0.68,
     buffer: float | None = None,
+    boundary: str = "pec",
 ) -> dict[str, np.ndarray]:
     """TEz field of a Gaussian line source in vacuum by the Yee FDTD method.
 
@@ -692,6 +727,12 @@ def solve_te_point_source(
     buffer : float, optional
         Window-to-wall distance [m] on every side.  Default: computed so that
         no reflection reaches the output window before ``t[-1]``.
+    boundary : {"pec", "silver-muller"}, optional
+        "pec" (default): free space, emulated by the reflection-free buffer.
+        "silver-muller": the box padded by ``buffer`` and closed by the first-order
+        absorbing condition E . tau = eta0 Hz, the model the PINN trains on; its
+        difference from the free-space solution is the modelling floor of that model
+        (``benchmarks/boundary_floor.py``).
 
     Returns
     -------
@@ -702,8 +743,8 @@ def solve_te_point_source(
     Raises
     ------
     ValueError
-        For invalid arguments (see :func:`plan_te_point_source`) or a non-finite
-        ``amplitude``.
+        For invalid arguments (see :func:`plan_te_point_source`; an unknown ``boundary``,
+        or "silver-muller" without ``buffer``) or a non-finite ``amplitude``.
 
     Notes
     -----
@@ -718,7 +759,8 @@ def solve_te_point_source(
     if t is None:
         t = np.linspace(0.0, 4e-9, 41)
     plan = plan_te_point_source(
-        frequency=frequency, sigma=sigma, x0=x0, y0=y0, x=x, y=y, t=t, dx=dx, courant=courant, buffer=buffer
+        frequency=frequency, sigma=sigma, x0=x0, y0=y0, x=x, y=y, t=t, dx=dx, courant=courant, buffer=buffer,
+        boundary=boundary,
     )
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -735,7 +777,7 @@ def solve_te_point_source(
     )
 
     dx, dt = plan.dx, plan.dt
-    kernel = _YeeTEz(plan.nx_cells, plan.ny_cells, dx, dt)
+    kernel = _YeeTEz(plan.nx_cells, plan.ny_cells, dx, dt, boundary)
 
     # Source patch at the Hz positions ((i+1/2) dx, (j+1/2) dx), truncated at 8 sigma.
     reach = _SOURCE_TRUNCATION_SIGMAS * sigma
