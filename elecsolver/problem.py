@@ -277,9 +277,10 @@ class Problem:
         self.hard_pec  # noqa: B018 (raises for a domain or condition it cannot impose)
         self._check_points_per_wavelength()
         terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions), *(i.name for i in self.interfaces)]
-        unknown = sorted(set(self.sampling.rar_constraints) - set(terms))
-        if unknown:
-            raise ConfigError(f"sampling.rar_constraints names {unknown}, which are no loss terms; choose from {terms}")
+        for key in ("rar_constraints", "rad_constraints"):
+            unknown = sorted(set(getattr(self.sampling, key)) - set(terms))
+            if unknown:
+                raise ConfigError(f"sampling.{key} names {unknown}, which are no loss terms; choose from {terms}")
 
     @property
     def subdomain_order(self) -> tuple[str, ...]:

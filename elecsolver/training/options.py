@@ -16,6 +16,7 @@ from ..config import ConfigError
 __all__ = ["BASE_CONFIG", "SHARD_MODES", "NetworkOptions", "SamplingOptions", "TrainingOptions"]
 
 SHARD_MODES = ("exact", "local")  # sampling.shard, see SamplingOptions
+FINISHERS = ("none", "lbfgs")  # training.finish.optimizer: the quasi-Newton finish after the main steps
 
 BASE_CONFIG: dict = {
     "network": {"kind": "mlp", "width": 64, "depth": 4, "activation": "tanh", "init": "auto", "output_gain": 0.1,
@@ -23,9 +24,12 @@ BASE_CONFIG: dict = {
                 "input_scaling": True, "hard_initial": False, "hard_pec": False},
     "sampling": {"method": "sobol", "interior": 2000, "boundary": 400, "initial": 400, "resample_every": 100,
                  "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
-                 "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"], "shard": "exact"},
+                 "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"],
+                 "rad_every": 0, "rad_k": 1.0, "rad_c": 1.0, "rad_candidates": 4, "rad_constraints": ["pde"],
+                 "shard": "exact"},
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
+                 "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
@@ -55,9 +59,13 @@ def _at_least(block: str, key: str, value, low) -> None:
 
 @dataclass(frozen=True)
 class TrainingOptions:
-    """The ``training`` block: steps, seed, dtype, optimizer and schedule by name, logging, derivatives, and
+    """The ``training`` block: steps, seed, dtype, optimizer and schedule by name, logging, derivatives,
     ``accumulate``: micro-steps per step (gradient accumulation over row blocks of every batch; the same step
-    as one pass, in the memory of one block)."""
+    as one pass, in the memory of one block), and ``finish``: a quasi-Newton finish of ``finish.steps`` L-BFGS
+    steps (strong-Wolfe line search, ``lbfgs.max_iter`` iterations each, learning rate ``finish.lr``) after the
+    ``steps`` of ``optimizer``, on the points of the last round held fixed (see :class:`Trainer`), and
+    ``balance``: loss-term weights from gradient norms, recomputed every ``balance.every`` steps (see
+    :meth:`Trainer.balance`)."""
 
     steps: int
     seed: int
@@ -72,6 +80,19 @@ class TrainingOptions:
     derivatives: str
     compile: bool
     accumulate: int
+    finish: dict = None  # {"optimizer": "none" | "lbfgs", "steps": int, "lr": float}; see Trainer
+    balance: dict = None  # {"every": int (0: off), "alpha": float in [0, 1)}; see Trainer.balance
+
+    @property
+    def finish_steps(self) -> int:
+        """Quasi-Newton steps after the ``steps`` of ``optimizer`` (0 without a finish)."""
+        f = self.finish or {}
+        return int(f.get("steps", 0)) if f.get("optimizer", "none") != "none" else 0
+
+    @property
+    def total_steps(self) -> int:
+        """``steps`` plus the finish's."""
+        return self.steps + self.finish_steps
 
     @classmethod
     def from_config(cls, config: dict) -> TrainingOptions:
@@ -101,6 +122,28 @@ class TrainingOptions:
         for key in ("history", "max_iter"):
             if not (isinstance(o.lbfgs.get(key), int) and o.lbfgs[key] >= 1):
                 raise ConfigError(f"training.lbfgs.{key} must be an integer >= 1, got {o.lbfgs.get(key)!r}")
+        finish = o.finish if o.finish is not None else {"optimizer": "none", "steps": 0, "lr": 1.0}
+        if not isinstance(finish, dict) or set(finish) - {"optimizer", "steps", "lr"}:
+            raise ConfigError(f"training.finish must be {{'optimizer': 'none' or 'lbfgs', 'steps': N, 'lr': x}}, got "
+                              f"{finish!r}")
+        finish = {"optimizer": "none", "steps": 0, "lr": 1.0, **finish}
+        if finish["optimizer"] not in FINISHERS:
+            raise ConfigError(f"training.finish.optimizer must be one of {list(FINISHERS)}, got "
+                              f"{finish['optimizer']!r}")
+        if not (isinstance(finish["steps"], int) and not isinstance(finish["steps"], bool) and finish["steps"] >= 0):
+            raise ConfigError(f"training.finish.steps must be an integer >= 0, got {finish['steps']!r}")
+        if not (isinstance(finish["lr"], (int, float)) and not isinstance(finish["lr"], bool) and finish["lr"] > 0):
+            raise ConfigError(f"training.finish.lr must be a number > 0, got {finish['lr']!r}")
+        object.__setattr__(o, "finish", finish)
+        balance = {"every": 0, "alpha": 0.9, **(o.balance or {})}
+        if set(balance) != {"every", "alpha"}:
+            raise ConfigError(f"training.balance must be {{'every': K, 'alpha': a}}, got {o.balance!r}")
+        if not (isinstance(balance["every"], int) and not isinstance(balance["every"], bool) and balance["every"] >= 0):
+            raise ConfigError(f"training.balance.every must be an integer >= 0 (0: off), got {balance['every']!r}")
+        if not (isinstance(balance["alpha"], (int, float)) and not isinstance(balance["alpha"], bool)
+                and 0 <= balance["alpha"] < 1):
+            raise ConfigError(f"training.balance.alpha must be a number in [0, 1), got {balance['alpha']!r}")
+        object.__setattr__(o, "balance", balance)
         if o.compile and o.derivatives != "jet":
             raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
                               "'autograd' (nested autograd cannot be compiled); drop one of the two")
@@ -112,7 +155,9 @@ class TrainingOptions:
 
 @dataclass(frozen=True)
 class SamplingOptions:
-    """The ``sampling`` block: method, points per round, resampling, curriculum, adaptive refinement (RAR), and
+    """The ``sampling`` block: method, points per round, resampling, curriculum, adaptive refinement (RAR),
+    residual-based adaptive distribution (RAD: ``rad_every``, ``rad_k``, ``rad_c``, ``rad_candidates``,
+    ``rad_constraints``; see :mod:`elecsolver.training.points`), and
     ``shard``: how the data-parallel ranks get their points, ``"exact"`` (every rank draws the global cloud and
     keeps its spatial shard: O(N) per rank, the same points at any rank count) or ``"local"`` (every rank draws
     only its own equal-measure part of each domain, boundary or initial set: O(N / world) per rank, the same
@@ -130,6 +175,11 @@ class SamplingOptions:
     rar_pool: int
     rar_add: int
     rar_constraints: list
+    rad_every: int = 0
+    rad_k: float = 1.0
+    rad_c: float = 1.0
+    rad_candidates: int = 4
+    rad_constraints: list = ("pde",)
     shard: str = "exact"
 
     @classmethod
@@ -155,6 +205,15 @@ class SamplingOptions:
             raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
         if o.shard not in SHARD_MODES:
             raise ConfigError(f"sampling.shard must be one of {list(SHARD_MODES)}, got {o.shard!r}")
+        if not (isinstance(o.rad_k, (int, float)) and not isinstance(o.rad_k, bool) and o.rad_k >= 0
+                and isinstance(o.rad_c, (int, float)) and not isinstance(o.rad_c, bool) and o.rad_c >= 0):
+            raise ConfigError(f"sampling.rad_k and sampling.rad_c must be numbers >= 0 (the density is "
+                              f"|r|^k / mean(|r|^k) + c), got rad_k={o.rad_k!r}, rad_c={o.rad_c!r}")
+        _at_least("sampling", "rad_candidates", o.rad_candidates, 1)
+        if o.shard == "local" and o.rad_every > 0:
+            raise ConfigError("sampling.shard='local' does not support residual-based redistribution "
+                              "(sampling.rad_every > 0: its candidates are scored over the global cloud); set "
+                              "sampling.rad_every=0 or sampling.shard='exact'")
         if o.shard == "local" and o.rar_every > 0:
             raise ConfigError("sampling.shard='local' does not support adaptive refinement (sampling.rar_every > 0: "
                               "its pool is scored over the global cloud); set sampling.rar_every=0 or "

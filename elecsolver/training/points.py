@@ -10,6 +10,16 @@ constraint in ``sampling.rar_constraints``, its residuals are computed shard by 
 ranks, and the ``sampling.rar_add`` points of largest residual (ties broken by index, so every rank picks
 the same) join that constraint for the rest of the run; they are kept in checkpoints.
 
+RAD, residual-based adaptive distribution (Wu, Zhu, Tan, Kartha & Lu, Comput. Methods Appl. Mech. Engrg. 403
+(2023) 115671, eq. 2): every ``sampling.rad_every`` steps, for each constraint in ``sampling.rad_constraints``
+with N points, a pool S of M = ``sampling.rad_candidates`` x N fresh candidates is drawn; with eps = |r| at the
+candidates (summed over ranks as for RAR), the constraint's N points are drawn from S, independently and with
+replacement, with probability p_i = (eps_i^k / mean(eps^k) + c) / (M (1 + c)) (k = ``sampling.rad_k``,
+c = ``sampling.rad_c``; k = 1, c = 1 is the paper's default; c -> inf is uniform sampling).  The generator is
+seeded from the run seed, the constraint and the step, so every rank draws the same set.  That set replaces the
+constraint's cloud (and its resampling) until the next RAD round; a point stands for the mean measure of a
+candidate where the cloud carries weights.  The sets are kept in checkpoints.
+
 Local sampling (``sampling.shard = "local"``; the default ``"exact"`` is the above): no rank draws the
 global cloud.  Each constraint's sampler runs inside :func:`elecsolver.sampling.local_part` ``(rank,
 world)``, so every geometry draw it makes returns only this rank's part of its set (equal-measure parts
@@ -37,7 +47,7 @@ from ..problem import Constraint
 from ..sampling import PointCloud, derive_seed, local_part
 from ..sharding import shard_indices
 
-__all__ = ["Batch", "Points"]
+__all__ = ["Batch", "Points", "rad_choice", "rad_density"]
 
 
 @dataclass
@@ -85,6 +95,7 @@ class Points:
         self.round: int | None = None
         self.batches: list[Batch] = []
         self.added: dict[str, PointCloud] = {}
+        self.redistributed: dict[str, PointCloud] = {}
         self.local = getattr(sampling, "shard", "exact") == "local"
         if self.local and self.shard_sizes:
             raise ConfigError("shard_sizes (forced uneven shards) needs sampling.shard='exact'; in 'local' mode every "
@@ -102,7 +113,10 @@ class Points:
         """The global cloud of constraint ``c`` in sampling round ``round_`` (RAR points included), as the exact
         mode draws it (the local mode never draws it)."""
         start = round_ * self.sampling.resample_every
-        cloud = c.sample(derive_seed(self.seed, "points", c.name, round_), start / self.steps)
+        if c.name in self.redistributed:
+            cloud = self.redistributed[c.name]
+        else:
+            cloud = c.sample(derive_seed(self.seed, "points", c.name, round_), start / self.steps)
         return _concat(cloud, self.added[c.name]) if c.name in self.added else cloud
 
     def local_batch(self, c: Constraint, round_: int) -> Batch:
@@ -159,7 +173,7 @@ class Points:
         for c in self.constraints:
             if c.name not in self.sampling.rar_constraints:
                 continue
-            pool = c.sample(derive_seed(self.seed, "rar", c.name, step), step / self.steps)
+            pool, _ = self._pool(c, "rar", step, lambda n: self.sampling.rar_pool)
             idx, local = self.shard(pool)
             total = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
             if len(idx):
@@ -175,12 +189,86 @@ class Points:
         self.round = None  # reshard with the new points
         return added
 
+    def redistribute(self, step: int, score: Callable[[Constraint, torch.Tensor, torch.Tensor | None], torch.Tensor],
+                     all_reduce_sum: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, int]:
+        """One RAD round (see the module docstring); ``score(c, points, normals)`` gives the local squared
+        residuals [n]; returns the points drawn per constraint.
+
+        Raises
+        ------
+        ConfigError
+            In local mode (``sampling.shard = "local"``), which has no global pool to score.
+        """
+        if self.local:
+            raise ConfigError("residual-based redistribution (RAD) needs sampling.shard='exact'; set "
+                              "sampling.rad_every=0 to sample locally")
+        o, drawn = self.sampling, {}
+        for c in self.constraints:
+            if c.name not in o.rad_constraints:
+                continue
+            pool, n = self._pool(c, "rad", step, lambda n: o.rad_candidates * n)
+            idx, local = self.shard(pool)
+            total = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
+            if len(idx):
+                s = score(c, self.tensor(local.points), self.tensor(local.normals)).detach()
+                total[torch.as_tensor(idx, device=self.device)] = s.double()
+            all_reduce_sum(total)
+            pick = rad_choice(total.sqrt().cpu().numpy(), n, o.rad_k, o.rad_c,
+                              derive_seed(self.seed, "rad-draw", c.name, step))
+            new = pool.subset(pick)
+            if new.weights is not None:
+                new.weights = np.full(len(new), float(np.mean(pool.weights)))
+            self.redistributed[c.name] = new
+            drawn[c.name] = len(new)
+        self.round = None  # reshard with the new points
+        return drawn
+
+    def _pool(self, c: Constraint, kind: str, step: int, size: Callable[[int], int]) -> tuple[PointCloud, int]:
+        """Fresh candidates of constraint ``c`` and the size N of one draw: its draws for ``(kind, step)``,
+        concatenated and cut to ``size(N)`` (the first draw's seed is ``derive_seed(seed, kind, name, step)``, the
+        j-th's adds j)."""
+        progress = step / self.steps
+        pool = c.sample(derive_seed(self.seed, kind, c.name, step), progress)
+        n = len(pool)
+        want, j = size(n), 1
+        while len(pool) < want:
+            pool = _concat(pool, c.sample(derive_seed(self.seed, kind, c.name, step, j), progress))
+            j += 1
+        return (pool.subset(np.arange(want)) if len(pool) > want else pool), n
+
     def state_dict(self) -> dict:
-        return {"round": self.round, "rar_points": {k: (v.points, v.normals, v.weights) for k, v in self.added.items()}}
+        return {"round": self.round, "rar_points": {k: (v.points, v.normals, v.weights) for k, v in self.added.items()},
+                "rad_points": {k: (v.points, v.normals, v.weights) for k, v in self.redistributed.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         self.added = {k: PointCloud(*v) for k, v in state["rar_points"].items()}
+        self.redistributed = {k: PointCloud(*v) for k, v in state.get("rad_points", {}).items()}
         self.round = None
+
+
+def rad_density(eps: np.ndarray, k: float, c: float) -> np.ndarray:
+    """RAD's probabilities over candidates with residual magnitudes ``eps`` [M] (Wu et al. 2023, eq. 2):
+    (eps^k / mean(eps^k) + c), normalised to sum 1; uniform where every eps^k is 0.  float64 [M].
+
+    Raises
+    ------
+    ValueError
+        For a negative or non-finite residual magnitude.
+    """
+    eps = np.asarray(eps, dtype=np.float64)
+    if not (np.isfinite(eps).all() and (eps >= 0).all()):
+        raise ValueError("RAD needs finite residual magnitudes >= 0; the residual is not finite (lower training.lr)")
+    power = eps**k
+    mean = power.mean()
+    weight = power / mean + c if mean > 0 else np.ones_like(power)
+    return weight / weight.sum()
+
+
+def rad_choice(eps: np.ndarray, n: int, k: float, c: float, seed: int) -> np.ndarray:
+    """``n`` candidate indices drawn independently with replacement from :func:`rad_density`, sorted
+    (int64 [n]); the same on every rank for the same ``seed``."""
+    p = rad_density(eps, k, c)
+    return np.sort(np.random.default_rng(seed).choice(len(p), size=n, replace=True, p=p))
 
 
 def _concat(a: PointCloud, b: PointCloud) -> PointCloud:
