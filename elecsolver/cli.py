@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--preset", help="training preset of the problem (e.g. ci, quick; the README lists each problem's); "
                    "default: the problem's default")
-    r.add_argument("--steps", type=int, help="total number of training steps")
+    r.add_argument("--steps", type=int, help="training steps of training.optimizer (a finish, training.finish, adds its own)")
     r.add_argument("--seed", type=int, help="random seed of points and initial parameters")
     r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     r.add_argument("--dtype", choices=("float32", "float64"), help="floating-point precision")
@@ -295,13 +295,13 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         log.info("%s", mesh.describe() if mesh is not None else f"rank {info.rank} of {info.world}")
         if resume:
             trainer.load_checkpoint()  # this rank's shard file under tp / pp
-            log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.steps)
+            log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.total_steps)
         if options.profile:
             from .parallel.profiling import profile_steps
 
             profile_steps(trainer, stop_after)
         trainer.train(stop_after=stop_after)
-        if trainer.step < problem.training.steps:
+        if trainer.step < problem.training.total_steps:
             log.info("stopped at step %d; continue with --resume", trainer.step)
             return None
         trainer.gather()  # collective: the writer evaluates a one-device copy of a sharded or split network

@@ -70,10 +70,13 @@ def test_training_changes_parameters(single, tmp_path):
     assert abs(single["losses"][-1] - single["losses"][0]) / abs(single["losses"][0]) > 1e-4
 
 
-@pytest.mark.parametrize("options", [{"rar": True}, {"weights": True}, {"compile": True}],
-                         ids=["adaptive-refinement", "weighted", "compiled"])
+@pytest.mark.parametrize("options", [{"rar": True}, {"rad": True}, {"finish": True}, {"balance": True},
+                                     {"weights": True}, {"compile": True}],
+                         ids=["adaptive-refinement", "adaptive-distribution", "lbfgs-finish", "loss-balancing",
+                              "weighted", "compiled"])
 def test_two_ranks_equal_one_process_with_rar_and_weights(tmp_path, options):
-    """Adaptive refinement picks the global top-k on every rank; weighted losses use global sums; the
+    """Adaptive refinement picks the global top-k on every rank, adaptive distribution draws the same points on
+    every rank from the globally scored candidates; weighted losses use global sums; the
     compiled step reduces gradients like the eager one (and equals it in float64)."""
     one = _run(tmp_path, 1, {}, "one", options)
     two = _run(tmp_path, 2, {}, "two", options)

@@ -5,7 +5,8 @@
   counter loses ~1e-5 of 1 - beta2^k in the first steps).
 - "lbfgs": :class:`torch.optim.LBFGS` with a strong-Wolfe line search (Nocedal & Wright, *Numerical
   Optimization*, 2nd ed., 2006, alg. 7.5 and sec. 3.1), ``training.lbfgs.max_iter`` inner iterations and
-  a history of ``training.lbfgs.history`` per training step, on the points of the current round.
+  a history of ``training.lbfgs.history`` per training step, on the points of the current round; also the
+  optimizer of the quasi-Newton finish (``training.finish``).
 
 Schedules map the step k of ``steps`` to a learning-rate factor: "exponential" decays from lr to
 lr_final as (lr_final/lr)^(k/steps); "constant" keeps lr.
@@ -29,8 +30,10 @@ def _adam(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
 
 
 def _lbfgs(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
+    # torch's default stopping tolerances (1e-7 on the gradient, 1e-9 on the change) are absolute and stop a
+    # PINN's loss of ~1e-6 in training units at its first iteration; these let every iteration run
     return torch.optim.LBFGS(params, lr=lr, max_iter=options.lbfgs["max_iter"], history_size=options.lbfgs["history"],
-                             line_search_fn="strong_wolfe")
+                             line_search_fn="strong_wolfe", tolerance_grad=1e-15, tolerance_change=1e-16)
 
 
 OPTIMIZERS: dict[str, Callable] = {"adam": _adam, "lbfgs": _lbfgs}

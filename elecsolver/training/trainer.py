@@ -108,6 +108,11 @@ class Trainer:
         self._terms_fn = self._terms
         if self.options.compile:
             self._terms_fn = torch.compile(self._terms, fullgraph=True)
+        # the gradient-norm weights of the loss terms (training.balance), 1 until the first balance
+        self.balance_weights = torch.ones(len(self.constraints), dtype=torch.float64)
+        if self.options.balance["every"]:
+            plain = self._terms_fn
+            self._terms_fn = lambda batches: plain(batches) * self.balance_weights.to(self.dtype)
         ctx = self.ctx
         forward_backward = None
         if ctx.make_forward_backward is not None:
@@ -117,6 +122,13 @@ class Trainer:
                             ctx.all_reduce_sum, check_gradients, forward_backward=forward_backward,
                             make_optimizer=ctx.make_optimizer, loss_scaler=ctx.loss_scaler, autocast=ctx.autocast,
                             optimizer_state_dict=ctx.optimizer_state_dict)
+        self.main_stepper = self.stepper
+        if self.options.finish_steps:
+            self._check_finish(forward_backward)
+        if self.options.balance["every"] and (ctx.model_parallel > 1 or forward_backward is not None):
+            raise ConfigError("training.balance (loss weights from gradient norms) does not combine with tensor or "
+                              "pipeline parallelism (each rank holds part of the gradient); set "
+                              "training.balance.every=0")
         self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
         check = getattr(forward_backward, "check_batches", None)
@@ -156,6 +168,72 @@ class Trainer:
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
 
+    # loss balancing ---------------------------------------------------------------------------
+    def balance(self) -> list[float]:
+        """Recompute the loss-term weights from gradient norms; collective; returns the new weights.
+
+        With L_i the i-th term's mean squared residual and w_i its declared weight, the loss is
+        sum_i lambda_i w_i L_i.  Every ``training.balance.every`` steps (Wang, Teng & Perdikaris, SIAM J. Sci.
+        Comput. 43 (2021) A3055, alg. 1, in the gradient-norm form of Wang et al., "An expert's guide to
+        training physics-informed neural networks", 2023, eq. 12)::
+
+            lambda_hat_i = sum_j |grad L_j| / |grad L_i|,     lambda_i <- alpha lambda_i + (1 - alpha) lambda_hat_i
+
+        (alpha = ``training.balance.alpha``; the gradients are those of the global terms, summed over the
+        data-parallel ranks, so every rank gets the same weights).  Each term's gradient norm is then w_i times
+        a common value: the declared weights set the terms' relative pull, the balancing removes their scale.
+        A term with w_i = 0 or a zero gradient keeps its lambda.
+        """
+        alpha = self.options.balance["alpha"]
+        terms = self._terms(self._batches_now())
+        norms = torch.zeros(len(self.constraints), dtype=torch.float64)
+        for i, c in enumerate(self.constraints):
+            if c.weight == 0:
+                continue
+            grads = torch.autograd.grad(terms[i], self.params, retain_graph=i + 1 < len(self.constraints),
+                                        allow_unused=True)
+            flat = torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1).to(torch.float64)
+                              for g, p in zip(grads, self.params)])
+            self.ctx.all_reduce_sum(flat)
+            norms[i] = flat.norm() / abs(c.weight)
+        live = norms > 0
+        if bool(live.any()):
+            new = torch.where(live, norms[live].sum() / torch.where(live, norms, 1.0), self.balance_weights)
+            self.balance_weights = alpha * self.balance_weights + (1 - alpha) * new
+        log.info("step %d: loss weights %s", self.step,
+                 {c.name: round(float(w), 4) for c, w in zip(self.constraints, self.balance_weights)})
+        return self.balance_weights.tolist()
+
+    # the quasi-Newton finish -------------------------------------------------------------------
+    def _check_finish(self, forward_backward) -> None:
+        ctx, why = self.ctx, None
+        if ctx.model_parallel > 1 or forward_backward is not None:
+            why = "tensor or pipeline parallelism (L-BFGS's inner products would see one shard of the parameters)"
+        elif ctx.make_optimizer is not None:
+            why = "a sharded optimizer state (ZeRO)"
+        elif ctx.loss_scaler is not None or ctx.autocast is not None:
+            why = "mixed precision (the line search needs the loss in the training dtype)"
+        if why:
+            raise ConfigError(f"training.finish (the L-BFGS finish) does not combine with {why}; set "
+                              "training.finish.steps=0 or run without that option")
+
+    @property
+    def in_finish(self) -> bool:
+        """Whether the run is in its quasi-Newton finish (steps >= ``training.steps``)."""
+        return self.stepper is not self.main_stepper
+
+    def _enter_finish(self) -> None:
+        """Switch to the finish: an L-BFGS :class:`Step` over the same parameters at ``finish.lr``, constant."""
+        from dataclasses import replace
+
+        f = self.options.finish
+        options = replace(self.options, optimizer=f["optimizer"], lr=f["lr"], lr_final=f["lr"], schedule="constant",
+                          compile=False, steps=self.options.finish_steps)
+        self.stepper = Step(self.params, options, self._terms_fn, self._batches_now, self.ctx.sync_gradients,
+                            self.ctx.all_reduce_sum)
+        log.info("step %d: quasi-Newton finish, %d %s steps on the points of step %d", self.step,
+                 self.options.finish_steps, f["optimizer"], self.options.steps - 1)
+
     # compatibility views ---------------------------------------------------------------------
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -171,8 +249,9 @@ class Trainer:
         return self._terms_fn(self._batches_now())
 
     def _batches_now(self) -> list[tuple]:
+        step = min(self.step, self.options.steps - 1)  # the finish holds the last round's points
         return [(b.points, b.normals, b.weights, b.denom_t if self.options.compile else max(b.denom, 1e-300))
-                for b in self.points.at(self.step)]
+                for b in self.points.at(step)]
 
     def _terms(self, batches: list) -> torch.Tensor:
         p = self.problem
@@ -207,14 +286,20 @@ class Trainer:
 
     def refine(self) -> dict[str, int]:
         """One adaptive-refinement round (see :mod:`elecsolver.training.points`)."""
-        def score(c, pts, nrm):
-            p = self.problem
-            return constraint_residual(self.model, c, pts, nrm, p.inputs, p.outputs, self.options.derivatives) \
-                .pow(2).sum(1)
-
-        added = self.points.refine(self.step, score, self.ctx.all_reduce_sum)
+        added = self.points.refine(self.step, self._residual_score, self.ctx.all_reduce_sum)
         log.info("step %d: adaptive refinement added %s", self.step, added)
         return added
+
+    def redistribute(self) -> dict[str, int]:
+        """One residual-based redistribution round (RAD, see :mod:`elecsolver.training.points`)."""
+        drawn = self.points.redistribute(self.step, self._residual_score, self.ctx.all_reduce_sum)
+        log.info("step %d: residual-based redistribution drew %s", self.step, drawn)
+        return drawn
+
+    def _residual_score(self, c, pts, nrm):
+        p = self.problem
+        return constraint_residual(self.model, c, pts, nrm, p.inputs, p.outputs, self.options.derivatives) \
+            .pow(2).sum(1)
 
     # evaluation --------------------------------------------------------------------------------
     def gather(self) -> nn.Module:
@@ -239,23 +324,31 @@ class Trainer:
 
     # loop ---------------------------------------------------------------------------------------
     def train(self, stop_after: int | None = None) -> None:
-        """Train up to ``training.steps`` (or up to step ``stop_after``, then checkpoint and return).
+        """Train up to ``training.steps`` plus the finish's (or up to step ``stop_after``, then checkpoint and
+        return).
 
         Raises
         ------
         FloatingPointError
             If the loss stops being finite (the message says to lower training.lr).
         """
-        total = self.options.steps
+        total, main = self.options.total_steps, self.options.steps
         end = total if stop_after is None else min(stop_after, total)
         bar = self._progress_bar(end)
-        rar_every = self.problem.sampling.rar_every
+        rar_every, rad_every = self.problem.sampling.rar_every, self.problem.sampling.rad_every
+        balance_every = self.options.balance["every"]
         try:
             while self.step < end:
                 t0 = time.perf_counter()
+                if self.step >= main and not self.in_finish:
+                    self._enter_finish()
+                if balance_every and self.step % balance_every == 0 and self.step < main:
+                    self.balance()
                 loss, terms = self.train_step()
-                if rar_every and self.step % rar_every == 0 and self.step < total:
+                if rar_every and self.step % rar_every == 0 and self.step < main:
                     self.refine()
+                if rad_every and self.step % rad_every == 0 and self.step < main:
+                    self.redistribute()
                 self.wall_s += time.perf_counter() - t0
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the loss became {loss} at step {self.step}; lower training.lr")
@@ -308,6 +401,8 @@ class Trainer:
         row = {"step": self.step, "loss": loss}
         row.update({f"loss_{c.name}": v for c, v in zip(self.constraints, terms)})
         row["lr"] = self.stepper.lr
+        if self.options.balance["every"]:
+            row.update({f"weight_{c.name}": float(w) for c, w in zip(self.constraints, self.balance_weights)})
         row["wall_s"] = self.wall_s
         if self.reference is not None:
             times = self.problem.progress_times()
@@ -330,7 +425,8 @@ class Trainer:
         return {
             "package_version": __version__, "problem": self.problem.name, "config": self.problem.config,
             "world": self.ctx.world, "layout": self.ctx.extra.get("layout"), "step": self.step, "model": self.model.state_dict(),
-            **self.stepper.state_dict(), "points": self.points.state_dict(),
+            **self.stepper.state_dict(), "finish": self.in_finish, "balance_weights": self.balance_weights.clone(),
+            "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
             "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
         }
@@ -376,6 +472,10 @@ class Trainer:
             raise ResumeError(f"--resume: the checkpoint was written with the parallel layout {state.get('layout')}, "
                               f"this run has {self.ctx.extra.get('layout')}; resume with the same --tp and --pp")
         self.model.load_state_dict(state["model"])
+        if state.get("finish") and not self.in_finish:
+            self._enter_finish()
+        if "balance_weights" in state:
+            self.balance_weights.copy_(state["balance_weights"])
         self.stepper.load_state_dict(state)
         self.points.load_state_dict(state["points"])
         torch.set_rng_state(state["torch_rng"])
