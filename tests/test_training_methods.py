@@ -152,3 +152,50 @@ def test_bad_balance_options_are_one_clear_error(balance, words):
     cfg["training"]["balance"] = balance
     with pytest.raises(ConfigError, match=words):
         type(p)(cfg)
+
+
+def _ls_problem(hard_initial=True):
+    p = small_problem(hard_initial=hard_initial)
+    cfg = p.config
+    cfg["training"]["least_squares"] = {"every": 2, "ridge": 0.0}
+    return type(p)(cfg)
+
+
+def _output_layer_gradient(trainer):
+    from elecsolver.training.least_squares import output_layer
+
+    names = output_layer(trainer.model)
+    params = dict(trainer.model.named_parameters())
+    loss = trainer.loss_terms().sum()
+    grads = torch.autograd.grad(loss, [params[n] for n in names])
+    return float(torch.cat([g.reshape(-1) for g in grads]).norm()), float(loss)
+
+
+@pytest.mark.parametrize("hard_initial", [True, False])
+def test_after_the_least_squares_solve_the_output_layer_gradient_vanishes(hard_initial):
+    torch.manual_seed(0)
+    trainer = Trainer(_ls_problem(hard_initial), progress=False)  # float64; with and without the hard head
+    for _ in range(3):
+        trainer.train_step()
+    g_before, loss_before = _output_layer_gradient(trainer)
+    out = trainer.least_squares()
+    g_after, loss_after = _output_layer_gradient(trainer)
+    assert out["loss_before"] == pytest.approx(loss_before, rel=1e-10)
+    assert out["loss_after"] == pytest.approx(loss_after, rel=1e-8)
+    assert loss_after < 0.9 * loss_before  # the minimum over the layer (measured 0.80 -> 0.43 with the hard head)
+    assert g_after < 1e-8 * g_before, (g_before, g_after)
+
+
+def test_a_loss_not_quadratic_in_the_output_layer_is_refused():
+    import dataclasses
+
+    from elecsolver.training.least_squares import solve_output_layer
+
+    torch.manual_seed(0)
+    trainer = Trainer(_ls_problem(), progress=False)
+    c = trainer.constraints[0]
+    squared = dataclasses.replace(c, residual=lambda f, pts, nrm: c.residual(f, pts, nrm) ** 2)
+    p = trainer.problem
+    with pytest.raises(ConfigError, match="not quadratic in the output layer"):
+        solve_output_layer(trainer.model, [squared], trainer._batches_now()[:1], [1.0], p.inputs, p.outputs, "jet",
+                           lambda t: t)

@@ -30,6 +30,7 @@ BASE_CONFIG: dict = {
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
+                 "least_squares": {"every": 0, "ridge": 1e-6},
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
@@ -65,7 +66,8 @@ class TrainingOptions:
     steps (strong-Wolfe line search, ``lbfgs.max_iter`` iterations each, learning rate ``finish.lr``) after the
     ``steps`` of ``optimizer``, on the points of the last round held fixed (see :class:`Trainer`), and
     ``balance``: loss-term weights from gradient norms, recomputed every ``balance.every`` steps (see
-    :meth:`Trainer.balance`)."""
+    :meth:`Trainer.balance`), and ``least_squares``: the output layer solved by least squares every
+    ``least_squares.every`` steps (see :mod:`elecsolver.training.least_squares`)."""
 
     steps: int
     seed: int
@@ -82,6 +84,7 @@ class TrainingOptions:
     accumulate: int
     finish: dict = None  # {"optimizer": "none" | "lbfgs", "steps": int, "lr": float}; see Trainer
     balance: dict = None  # {"every": int (0: off), "alpha": float in [0, 1)}; see Trainer.balance
+    least_squares: dict = None  # {"every": int (0: off), "ridge": float >= 0}; see Trainer.least_squares
 
     @property
     def finish_steps(self) -> int:
@@ -144,6 +147,14 @@ class TrainingOptions:
                 and 0 <= balance["alpha"] < 1):
             raise ConfigError(f"training.balance.alpha must be a number in [0, 1), got {balance['alpha']!r}")
         object.__setattr__(o, "balance", balance)
+        ls = {"every": 0, "ridge": 1e-6, **(o.least_squares or {})}
+        if set(ls) != {"every", "ridge"}:
+            raise ConfigError(f"training.least_squares must be {{'every': K, 'ridge': r}}, got {o.least_squares!r}")
+        if not (isinstance(ls["every"], int) and not isinstance(ls["every"], bool) and ls["every"] >= 0):
+            raise ConfigError(f"training.least_squares.every must be an integer >= 0 (0: off), got {ls['every']!r}")
+        if not (isinstance(ls["ridge"], (int, float)) and not isinstance(ls["ridge"], bool) and ls["ridge"] >= 0):
+            raise ConfigError(f"training.least_squares.ridge must be a number >= 0, got {ls['ridge']!r}")
+        object.__setattr__(o, "least_squares", ls)
         if o.compile and o.derivatives != "jet":
             raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
                               "'autograd' (nested autograd cannot be compiled); drop one of the two")

@@ -125,6 +125,11 @@ class Trainer:
         self.main_stepper = self.stepper
         if self.options.finish_steps:
             self._check_finish(forward_backward)
+        if self.options.least_squares["every"] and (ctx.model_parallel > 1 or forward_backward is not None
+                                                    or ctx.make_optimizer is not None):
+            raise ConfigError("training.least_squares (the output layer by least squares) does not combine with "
+                              "tensor or pipeline parallelism or ZeRO (each rank must hold the whole layer); set "
+                              "training.least_squares.every=0")
         if self.options.balance["every"] and (ctx.model_parallel > 1 or forward_backward is not None):
             raise ConfigError("training.balance (loss weights from gradient norms) does not combine with tensor or "
                               "pipeline parallelism (each rank holds part of the gradient); set "
@@ -203,6 +208,20 @@ class Trainer:
         log.info("step %d: loss weights %s", self.step,
                  {c.name: round(float(w), 4) for c, w in zip(self.constraints, self.balance_weights)})
         return self.balance_weights.tolist()
+
+    def least_squares(self) -> dict[str, float]:
+        """Solve the output layer for the minimum of the loss on the current points with the hidden layers fixed
+        (see :mod:`elecsolver.training.least_squares`); collective; returns the loss before and after."""
+        from .least_squares import solve_output_layer
+
+        p = self.problem
+        weights = [c.weight * float(lam) for c, lam in zip(self.constraints, self.balance_weights)]
+        out = solve_output_layer(self.model, self.constraints, self._batches_now(), weights, p.inputs, p.outputs,
+                                 self.options.derivatives, self.ctx.all_reduce_sum, self.ctx.rank, self.ctx.world,
+                                 self.options.least_squares["ridge"])
+        log.info("step %d: least-squares output layer (%d unknowns): loss %.6g -> %.6g", self.step,
+                 out["unknowns"], out["loss_before"], out["loss_after"])
+        return out
 
     # the quasi-Newton finish -------------------------------------------------------------------
     def _check_finish(self, forward_backward) -> None:
@@ -336,7 +355,7 @@ class Trainer:
         end = total if stop_after is None else min(stop_after, total)
         bar = self._progress_bar(end)
         rar_every, rad_every = self.problem.sampling.rar_every, self.problem.sampling.rad_every
-        balance_every = self.options.balance["every"]
+        balance_every, ls_every = self.options.balance["every"], self.options.least_squares["every"]
         try:
             while self.step < end:
                 t0 = time.perf_counter()
@@ -344,6 +363,8 @@ class Trainer:
                     self._enter_finish()
                 if balance_every and self.step % balance_every == 0 and self.step < main:
                     self.balance()
+                if ls_every and self.step % ls_every == 0 and 0 < self.step < main:
+                    self.least_squares()
                 loss, terms = self.train_step()
                 if rar_every and self.step % rar_every == 0 and self.step < main:
                     self.refine()
