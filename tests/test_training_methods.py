@@ -93,7 +93,9 @@ def test_a_run_resumed_inside_the_finish_equals_an_uninterrupted_one(tmp_path):
 @pytest.mark.parametrize(("finish", "words"), [({"optimizer": "newton"}, "training.finish.optimizer"),
                                                ({"steps": -1}, "training.finish.steps"),
                                                ({"lr": 0}, "training.finish.lr"),
-                                               ({"iters": 3}, "training.finish must be")])
+                                               ({"iters": 3}, "training.finish must be"),
+                                               ({"steps": 0}, "needs both an optimizer and steps"),
+                                               ({"optimizer": "none"}, "needs both an optimizer and steps")])
 def test_bad_finish_options_are_one_clear_error(finish, words):
     with pytest.raises(ConfigError, match=words):
         _finish_problem(**finish)
@@ -199,3 +201,13 @@ def test_a_loss_not_quadratic_in_the_output_layer_is_refused():
     with pytest.raises(ConfigError, match="not quadratic in the output layer"):
         solve_output_layer(trainer.model, [squared], trainer._batches_now()[:1], [1.0], p.inputs, p.outputs, "jet",
                            lambda t: t)
+
+
+def test_least_squares_with_subdomains_is_refused_before_training():
+    from elecsolver.problems import REGISTRY
+
+    cls = REGISTRY["electrostatics-dielectric-cylinder"]
+    cfg = cls.preset_config("ci")
+    cfg["training"]["least_squares"] = {"every": 10, "ridge": 1e-6}
+    with pytest.raises(ConfigError, match="does not combine with subdomains"):
+        Trainer(cls(cfg), progress=False)

@@ -137,6 +137,10 @@ class TrainingOptions:
             raise ConfigError(f"training.finish.steps must be an integer >= 0, got {finish['steps']!r}")
         if not (isinstance(finish["lr"], (int, float)) and not isinstance(finish["lr"], bool) and finish["lr"] > 0):
             raise ConfigError(f"training.finish.lr must be a number > 0, got {finish['lr']!r}")
+        if (finish["optimizer"] == "none") != (finish["steps"] == 0):
+            raise ConfigError(f"training.finish needs both an optimizer and steps > 0 (or neither), got optimizer="
+                              f"{finish['optimizer']!r}, steps={finish['steps']!r}: e.g. --set "
+                              "training.finish.optimizer=lbfgs --set training.finish.steps=200")
         object.__setattr__(o, "finish", finish)
         balance = {"every": 0, "alpha": 0.9, **(o.balance or {})}
         if set(balance) != {"every", "alpha"}:

@@ -125,6 +125,10 @@ class Trainer:
         self.main_stepper = self.stepper
         if self.options.finish_steps:
             self._check_finish(forward_backward)
+        if self.options.least_squares["every"] and problem.subdomains:
+            raise ConfigError("training.least_squares does not combine with subdomains (their level-set features "
+                              "take reverse-mode derivatives inside the network, which the solve's forward-mode "
+                              "Jacobian cannot pass through); set training.least_squares.every=0")
         if self.options.least_squares["every"] and (ctx.model_parallel > 1 or forward_backward is not None
                                                     or ctx.make_optimizer is not None):
             raise ConfigError("training.least_squares (the output layer by least squares) does not combine with "
@@ -219,7 +223,8 @@ class Trainer:
         out = solve_output_layer(self.model, self.constraints, self._batches_now(), weights, p.inputs, p.outputs,
                                  self.options.derivatives, self.ctx.all_reduce_sum, self.ctx.rank, self.ctx.world,
                                  self.options.least_squares["ridge"])
-        log.info("step %d: least-squares output layer (%d unknowns): loss %.6g -> %.6g", self.step,
+        log.info("step %d: least-squares output layer (%d unknowns): loss on this round's points after the "
+                 "step's update %.6g -> %.6g", self.step,
                  out["unknowns"], out["loss_before"], out["loss_after"])
         return out
 
