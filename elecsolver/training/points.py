@@ -174,16 +174,9 @@ class Points:
             if c.name not in self.sampling.rar_constraints:
                 continue
             pool, _ = self._pool(c, "rar", step, lambda n: self.sampling.rar_pool)
-            idx, local = self.shard(pool)
-            total = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
-            if len(idx):
-                s = score(c, self.tensor(local.points), self.tensor(local.normals)).detach()
-                total[torch.as_tensor(idx, device=self.device)] = s.double()
-            all_reduce_sum(total)
-            order = np.argsort(-total.cpu().numpy(), kind="stable")[: self.sampling.rar_add]
-            new = pool.subset(np.sort(order))
-            if new.weights is not None:  # added points stand for the mean measure of a pool point
-                new.weights = np.full(len(new), float(np.mean(pool.weights)))
+            total = self._global_scores(c, pool, score, all_reduce_sum)
+            order = np.argsort(-total, kind="stable")[: self.sampling.rar_add]
+            new = _mean_measure(pool.subset(np.sort(order)), pool)
             self.added[c.name] = _concat(self.added[c.name], new) if c.name in self.added else new
             added[c.name] = len(new)
         self.round = None  # reshard with the new points
@@ -207,21 +200,24 @@ class Points:
             if c.name not in o.rad_constraints:
                 continue
             pool, n = self._pool(c, "rad", step, lambda n: o.rad_candidates * n)
-            idx, local = self.shard(pool)
-            total = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
-            if len(idx):
-                s = score(c, self.tensor(local.points), self.tensor(local.normals)).detach()
-                total[torch.as_tensor(idx, device=self.device)] = s.double()
-            all_reduce_sum(total)
-            pick = rad_choice(total.sqrt().cpu().numpy(), n, o.rad_k, o.rad_c,
+            total = self._global_scores(c, pool, score, all_reduce_sum)
+            pick = rad_choice(np.sqrt(total), n, o.rad_k, o.rad_c,
                               derive_seed(self.seed, "rad-draw", c.name, step))
-            new = pool.subset(pick)
-            if new.weights is not None:
-                new.weights = np.full(len(new), float(np.mean(pool.weights)))
+            new = _mean_measure(pool.subset(pick), pool)
             self.redistributed[c.name] = new
             drawn[c.name] = len(new)
         self.round = None  # reshard with the new points
         return drawn
+
+    def _global_scores(self, c: Constraint, pool: PointCloud, score: Callable, all_reduce_sum: Callable) -> np.ndarray:
+        """``score`` of every pool point (float64 [len(pool)]), each rank scoring its shard, summed over ranks."""
+        idx, local = self.shard(pool)
+        total = torch.zeros(len(pool), dtype=torch.float64, device=self.device)
+        if len(idx):
+            s = score(c, self.tensor(local.points), self.tensor(local.normals)).detach()
+            total[torch.as_tensor(idx, device=self.device)] = s.double()
+        all_reduce_sum(total)
+        return total.cpu().numpy()
 
     def _pool(self, c: Constraint, kind: str, step: int, size: Callable[[int], int]) -> tuple[PointCloud, int]:
         """Fresh candidates of constraint ``c`` and the size N of one draw: its draws for ``(kind, step)``,
@@ -269,6 +265,13 @@ def rad_choice(eps: np.ndarray, n: int, k: float, c: float, seed: int) -> np.nda
     (int64 [n]); the same on every rank for the same ``seed``."""
     p = rad_density(eps, k, c)
     return np.sort(np.random.default_rng(seed).choice(len(p), size=n, replace=True, p=p))
+
+
+def _mean_measure(new: PointCloud, pool: PointCloud) -> PointCloud:
+    """``new`` (points picked from ``pool``) with each point standing for the mean measure of a pool point."""
+    if new.weights is not None:
+        new.weights = np.full(len(new), float(np.mean(pool.weights)))
+    return new
 
 
 def _concat(a: PointCloud, b: PointCloud) -> PointCloud:
