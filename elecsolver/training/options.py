@@ -30,7 +30,7 @@ BASE_CONFIG: dict = {
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
-                 "least_squares": {"every": 0, "ridge": 1e-6},
+                 "least_squares": {"every": 0, "ridge": 1e-6}, "slabs": 1,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
@@ -67,7 +67,10 @@ class TrainingOptions:
     ``steps`` of ``optimizer``, on the points of the last round held fixed (see :class:`Trainer`), and
     ``balance``: loss-term weights from gradient norms, recomputed every ``balance.every`` steps (see
     :meth:`Trainer.balance`), and ``least_squares``: the output layer solved by least squares every
-    ``least_squares.every`` steps (see :mod:`elecsolver.training.least_squares`)."""
+    ``least_squares.every`` steps (see :mod:`elecsolver.training.least_squares`), and ``slabs``: the time window
+    split into that many equal slabs trained in order, ``steps / slabs`` steps (and a finish) each, every slab
+    warm-started from the last and starting exactly from its final field (see
+    :mod:`elecsolver.training.slabs`)."""
 
     steps: int
     seed: int
@@ -85,6 +88,7 @@ class TrainingOptions:
     finish: dict = None  # {"optimizer": "none" | "lbfgs", "steps": int, "lr": float}; see Trainer
     balance: dict = None  # {"every": int (0: off), "alpha": float in [0, 1)}; see Trainer.balance
     least_squares: dict = None  # {"every": int (0: off), "ridge": float >= 0}; see Trainer.least_squares
+    slabs: int = 1  # time slabs trained in order (1: the whole window at once); see elecsolver.training.slabs
 
     @property
     def finish_steps(self) -> int:
@@ -94,8 +98,14 @@ class TrainingOptions:
 
     @property
     def total_steps(self) -> int:
-        """``steps`` plus the finish's."""
-        return self.steps + self.finish_steps
+        """``steps`` plus the finish's (one finish per time slab)."""
+        return self.steps + self.slabs * self.finish_steps
+
+    def slab_steps(self) -> list[int]:
+        """The main steps of each time slab: ``steps`` split as evenly as integers allow, the remainder to the
+        last slabs."""
+        n = self.slabs
+        return [self.steps // n + (1 if k >= n - self.steps % n else 0) for k in range(n)]
 
     @classmethod
     def from_config(cls, config: dict) -> TrainingOptions:
@@ -159,6 +169,13 @@ class TrainingOptions:
         if not (isinstance(ls["ridge"], (int, float)) and not isinstance(ls["ridge"], bool) and ls["ridge"] >= 0):
             raise ConfigError(f"training.least_squares.ridge must be a number >= 0, got {ls['ridge']!r}")
         object.__setattr__(o, "least_squares", ls)
+        if not (isinstance(o.slabs, int) and not isinstance(o.slabs, bool) and 1 <= o.slabs <= o.steps):
+            raise ConfigError(f"training.slabs must be an integer in [1, training.steps={o.steps}] (at least one "
+                              f"step a slab; 1: the whole time window at once), got {o.slabs!r}: give more --steps or "
+                              "--set training.slabs=1")
+        if o.slabs > 1 and ls["every"]:
+            raise ConfigError("training.slabs > 1 does not combine with training.least_squares (the solve needs the "
+                              "network's last layer, which a slab's network holds twice); set one of them off")
         if o.compile and o.derivatives != "jet":
             raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
                               "'autograd' (nested autograd cannot be compiled); drop one of the two")

@@ -76,11 +76,21 @@ class Trainer:
     check_gradients : callable, optional
         ``check_gradients(params) -> bool``, the loss-scale check of :class:`~elecsolver.training.step.Step`.
 
+    With ``training.slabs`` > 1 the constructor returns a :class:`~elecsolver.training.slabs.SlabTrainer`,
+    which trains the time window slab by slab with a Trainer per slab and the same interface.
+
     Raises
     ------
     ConfigError
         If a launcher started several ranks but no context was given.
     """
+
+    def __new__(cls, problem: Problem, *args, **kwargs):
+        if cls is Trainer and getattr(problem.training, "slabs", 1) > 1:  # the window in time slabs
+            from .slabs import SlabTrainer
+
+            return SlabTrainer(problem, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, problem: Problem, model: nn.Module | None = None, context: RunContext | None = None, *,
                  comm=None, device: str = "cpu", out_dir: str | os.PathLike | None = None, reference=None,
@@ -134,12 +144,12 @@ class Trainer:
             raise ConfigError("training.least_squares (the output layer by least squares) does not combine with "
                               "tensor or pipeline parallelism or ZeRO (each rank must hold the whole layer); set "
                               "training.least_squares.every=0")
-        if self.options.balance["every"] and (ctx.model_parallel > 1 or forward_backward is not None):
-            raise ConfigError("training.balance (loss weights from gradient norms) does not combine with tensor or "
-                              "pipeline parallelism (each rank holds part of the gradient); set "
-                              "training.balance.every=0")
+        self._forward_backward = forward_backward
         self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
+        # what a composite run (time slabs, elecsolver.training.slabs) adds to this trainer's logged step and wall
+        # time, and keeps in its checkpoint
+        self.step_offset, self.wall_offset, self.extra_state = 0, 0.0, {}
         check = getattr(forward_backward, "check_batches", None)
         if check is not None:  # e.g. a pipeline's micro-batches against the points: refuse before training
             try:
@@ -189,29 +199,44 @@ class Trainer:
             lambda_hat_i = sum_j |grad L_j| / |grad L_i|,     lambda_i <- alpha lambda_i + (1 - alpha) lambda_hat_i
 
         (alpha = ``training.balance.alpha``; the gradients are those of the global terms, summed over the
-        data-parallel ranks, so every rank gets the same weights).  Each term's gradient norm is then w_i times
+        data-parallel ranks, so every rank gets the same weights; under tensor or pipeline parallelism they are
+        taken on the gathered one-device copy of the network, a collective, and a pipeline schedule gets the
+        weights for the terms it forms).  Each term's gradient norm is then w_i times
         a common value: the declared weights set the terms' relative pull, the balancing removes their scale.
         A term with w_i = 0 or a zero gradient keeps its lambda.
         """
         alpha = self.options.balance["alpha"]
-        terms = self._terms(self._batches_now())
+        model, params = self.model, self.params
+        if self.ctx.gather_model is not None:  # tensor / pipeline parallel: the norms on a one-device copy
+            model = self.ctx.gather_model(self.model)  # collective
+            params = [q for q in model.parameters() if q.requires_grad]
+        p = self.problem
+        terms = loss_terms(model, params, self.constraints, self._batches_now(), p.inputs, p.outputs,
+                           self.options.derivatives)
         norms = torch.zeros(len(self.constraints), dtype=torch.float64)
         for i, c in enumerate(self.constraints):
             if c.weight == 0:
                 continue
-            grads = torch.autograd.grad(terms[i], self.params, retain_graph=i + 1 < len(self.constraints),
+            grads = torch.autograd.grad(terms[i], params, retain_graph=i + 1 < len(self.constraints),
                                         allow_unused=True)
-            flat = torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1).to(torch.float64)
-                              for g, p in zip(grads, self.params)])
+            flat = torch.cat([(g if g is not None else torch.zeros_like(q)).reshape(-1).to(torch.float64)
+                              for g, q in zip(grads, params)])
             self.ctx.all_reduce_sum(flat)
             norms[i] = flat.norm() / abs(c.weight)
         live = norms > 0
         if bool(live.any()):
             new = torch.where(live, norms[live].sum() / torch.where(live, norms, 1.0), self.balance_weights)
             self.balance_weights = alpha * self.balance_weights + (1 - alpha) * new
+        self._push_balance_weights()
         log.info("step %d: loss weights %s", self.step,
                  {c.name: round(float(w), 4) for c, w in zip(self.constraints, self.balance_weights)})
         return self.balance_weights.tolist()
+
+    def _push_balance_weights(self) -> None:
+        """Hand the loss-term weights to a pipeline schedule, which forms the loss terms itself."""
+        target = getattr(self._forward_backward, "pipeline", self._forward_backward)
+        if target is not None and hasattr(target, "term_weights"):
+            target.term_weights = self.balance_weights.tolist()
 
     def least_squares(self) -> dict[str, float]:
         """Solve the output layer for the minimum of the loss on the current points with the hidden layers fixed
@@ -424,12 +449,12 @@ class Trainer:
             self.gather()  # collective: every rank, whether or not it holds the reference
         if not self.ctx.is_writer:
             return
-        row = {"step": self.step, "loss": loss}
+        row = {"step": self.step_offset + self.step, "loss": loss}
         row.update({f"loss_{c.name}": v for c, v in zip(self.constraints, terms)})
         row["lr"] = self.stepper.lr
         if self.options.balance["every"]:
             row.update({f"weight_{c.name}": float(w) for c, w in zip(self.constraints, self.balance_weights)})
-        row["wall_s"] = self.wall_s
+        row["wall_s"] = self.wall_offset + self.wall_s
         if self.reference is not None:
             times = self.problem.progress_times()
             pred = self.predict(times)
@@ -455,6 +480,7 @@ class Trainer:
             "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
             "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
+            **self.extra_state,
         }
 
     def save_checkpoint(self) -> None:
@@ -502,6 +528,7 @@ class Trainer:
             self._enter_finish()
         if "balance_weights" in state:
             self.balance_weights.copy_(state["balance_weights"])
+            self._push_balance_weights()
         self.stepper.load_state_dict(state)
         self.points.load_state_dict(state["points"])
         torch.set_rng_state(state["torch_rng"])
