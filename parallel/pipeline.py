@@ -421,6 +421,8 @@ class PipelineSchedule:
         self.stage, self.mesh = stage, mesh
         self.constraints, self.inputs, self.outputs = list(constraints), tuple(inputs), tuple(outputs)
         self.microbatches, self.schedule, self.method = microbatches, schedule, method
+        # the loss-term weights of training.balance, set by the Trainer (None: all 1)
+        self.term_weights: list[float] | None = None
         self.params = [p for p in stage.parameters() if p.requires_grad]
         self.group = None if mesh is None else mesh.group("pp")
         ranks = [0] if mesh is None else mesh.ranks("pp")
@@ -517,7 +519,8 @@ class PipelineSchedule:
             sq = r.pow(2).sum(1)
             if w is not None:
                 sq = sq * w
-            term = c.weight * sq.sum() / denom
+            lam = 1.0 if self.term_weights is None else self.term_weights[ci]
+            term = (c.weight * lam) * sq.sum() / denom
             terms[ci] += term.detach().to(terms.dtype)
             return received, term
         y = st.body(x if received is None else x.like(received))

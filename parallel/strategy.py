@@ -235,6 +235,7 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
             def run(batches, scale):
                 with cast():
                     return fb(batches, scale)
+            run.pipeline = fb  # the Trainer hands it the loss-term weights (training.balance)
             return run
 
         hooks["make_forward_backward"] = make_cast_fb

@@ -141,6 +141,27 @@ def test_mpirun_model_parallel_run_exports_what_one_process_does(tmp_path, one_p
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+@pytest.mark.parametrize("strategy", [["--tp", "2"], ["--pp", "2", "--microbatches", "3"]], ids=["tp2", "pp2"])
+def test_mpirun_loss_balancing_under_model_parallelism_equals_one_process(tmp_path, strategy):
+    """training.balance under tensor or pipeline parallelism: the gradient norms are taken on the gathered
+    network and a pipeline schedule weights the terms it forms, so the loss curve (with the weights it logs)
+    equals one process's (float64)."""
+    import csv
+
+    args = [*ARGS_SMALL, "--set", "training.balance.every=2"]
+    one = run_cli(*args, "--out", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    two = _mpirun([*args, *strategy, "--out", str(tmp_path / "two")])
+    assert two.returncode == 0, two.stdout + two.stderr
+    rows = [list(csv.DictReader((tmp_path / d / "convergence.csv").open())) for d in ("one", "two")]
+    assert len(rows[0]) == len(rows[1]) == 2
+    for a, b in zip(*rows):
+        assert float(a["weight_boundary"]) != 1.0  # the balancing ran (step 2 logs the weights of step 2)
+        for key in ("loss", "weight_pde", "weight_source", "weight_boundary"):
+            assert abs(float(a[key]) - float(b[key])) <= 1e-9 * abs(float(a[key])), key
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
 def test_mpirun_bad_layout_is_one_clear_error(tmp_path):
     r = _mpirun([*ARGS_SMALL, "--tp", "3", "--out", str(tmp_path / "bad")], timeout=120)
     assert r.returncode != 0
