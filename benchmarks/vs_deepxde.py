@@ -3,6 +3,7 @@
     python benchmarks/vs_deepxde.py                               # 5 runs each, 5000 steps, 2 threads
     python benchmarks/vs_deepxde.py --runs 1 --steps 200 --threads 1   # a smoke run
     python benchmarks/vs_deepxde.py --eager --json results.json   # elecsolver without torch.compile
+    python benchmarks/vs_deepxde.py --runs 3 --es-steps 500 --finish 40   # elecsolver: Adam, then an L-BFGS finish
 
 Needs DeepXDE (``pip install -e .[bench]`` or ``pip install deepxde``); it runs on its pytorch backend (``DDE_BACKEND=pytorch``).
 
@@ -90,8 +91,13 @@ def build_elecsolver(spec: dict, compile_step: bool):
     from elecsolver.config import apply_overrides
 
     cls = get_problem_class("helmholtz-square")
-    config = apply_overrides(cls.preset_config("quick"), [f"training.steps={spec['steps']}", f"training.seed={spec['seed']}",
-                                                          "training.dtype=float32", f"training.compile={str(compile_step).lower()}"])
+    own = spec["system"] == "elecsolver"  # elecsolver's own levers (its Adam steps, an L-BFGS finish)
+    steps = spec.get("es_steps") or spec["steps"] if own else spec["steps"]
+    sets = [f"training.steps={steps}", f"training.seed={spec['seed']}", "training.dtype=float32",
+            f"training.compile={str(compile_step).lower()}"]
+    if own and spec.get("finish"):
+        sets += ["training.finish.optimizer=lbfgs", f"training.finish.steps={spec['finish']}"]
+    config = apply_overrides(cls.preset_config("quick"), sets)
     problem = cls(config)
     trainer = Trainer(problem, progress=False)
     return problem, trainer
@@ -133,7 +139,8 @@ def environment() -> dict:
 def run_elecsolver(spec: dict) -> dict:
     problem, trainer = build_elecsolver(spec, compile_step=spec["compile"])
     reference = problem.reference()
-    steps, every = spec["steps"], spec["eval_every"]
+    steps, every = trainer.options.total_steps, spec["eval_every"]
+    main_steps = trainer.options.steps
 
     def error() -> float:
         return float(problem.metrics(trainer.predict(), reference)["full"]["Ez"])
@@ -144,11 +151,14 @@ def run_elecsolver(spec: dict) -> dict:
     start = time.perf_counter()
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
+        if step > main_steps and not trainer.in_finish:
+            trainer._enter_finish()  # the L-BFGS finish (--finish): as Trainer.train does
         loss, _ = trainer.train_step()
         t1 = time.perf_counter()
-        step_s.append(t1 - t0)
+        if step <= main_steps:  # ms/step: Adam steps only
+            step_s.append(t1 - t0)
         losses.append(loss)
-        if step % every == 0 or step == steps:
+        if step % every == 0 or step == steps or step > main_steps:  # every finish step: each is 20 iterations
             trace.append((step, t1 - start - excluded, error()))
             excluded += time.perf_counter() - t1
     total = trace[-1][1]
@@ -344,6 +354,10 @@ def main(argv=None) -> dict:
                         help="steps between grid errors (default 100; excluded from the clock)")
     parser.add_argument("--window", type=int, default=50, help="steps per timing window (default 50)")
     parser.add_argument("--eager", action="store_true", help="elecsolver without torch.compile")
+    parser.add_argument("--es-steps", type=int, default=None,
+                        help="elecsolver's Adam steps (default --steps; DeepXDE always runs --steps)")
+    parser.add_argument("--finish", type=int, default=0,
+                        help="elecsolver only: this many L-BFGS finish steps after its Adam steps (default 0)")
     parser.add_argument("--json", metavar="PATH", help="also write every number (traces, step times) here")
     parser.add_argument("--from-json", metavar="PATH",
                         help="print the summary of the runs saved by an earlier --json (no new runs)")
@@ -375,6 +389,9 @@ def main(argv=None) -> dict:
     print(f"helmholtz-square (DeepXDE's Helmholtz_Dirichlet_2d demo, hard constraint), float32, Adam lr 1e-3, "
           f"{args.steps} steps, {args.runs} run(s) per system interleaved (seed = run index), "
           f"{args.threads} thread(s) per run, elecsolver step: {mode}", flush=True)
+    if args.es_steps or args.finish:
+        print(f"elecsolver's own levers: {args.es_steps or args.steps} Adam steps, then {args.finish} L-BFGS finish "
+              "steps (strong Wolfe, 20 iterations each) on the last round's points; DeepXDE: its demo", flush=True)
     print(f"ms/step: median over {args.window}-step windows after the first {WARMUP_STEPS} steps; fast ms: their "
           f"10th percentile (the quiet phases of a shared host); total s: "
           f"training clock at the last step (warm-up{' and compilation' if not args.eager else ''} included, "
@@ -385,7 +402,8 @@ def main(argv=None) -> dict:
     for i in range(args.runs):
         for system in SYSTEMS:
             spec = {"system": system, "seed": i, "steps": args.steps, "threads": args.threads,
-                    "eval_every": args.eval_every, "compile": not args.eager}
+                    "eval_every": args.eval_every, "compile": not args.eager, "es_steps": args.es_steps,
+                    "finish": args.finish}
             r = saved["runs"][len(runs)] if saved else run_child(spec)
             r["ms_step"] = step_ms(r["step_s"], args.window)
             r["ms_step_fast"] = step_ms(r["step_s"], args.window, FAST_QUANTILE)
@@ -504,6 +522,7 @@ def main(argv=None) -> dict:
                     "cpu": cpu_model(), "threads": args.threads, "child_env": env, "steps": args.steps,
                     "runs": args.runs, "eval_every": args.eval_every, "window": args.window,
                     "warmup_steps": WARMUP_STEPS, "elecsolver_step": mode, "dtype": "float32",
+                    "es_steps": args.es_steps, "finish": args.finish,
                     "targets": {"step_ratio_min": STEP_TARGET, "time_ratio_max": TIME_TARGET}},
            "runs": runs, "summary": summary, "notes": notes}
     if args.json:

@@ -1,4 +1,4 @@
-"""The main job's `quick` preset (about 13 minutes on 2 cores, marked slow) reaches the bounds the problem declares
+"""The main job's `quick` preset (about 15 minutes on 2 cores, marked slow) reaches the bounds the problem declares
 (``MaxwellPointSource2D.bounds["quick"]``); the `ci` preset of every problem runs in tests/test_registry.py.
 The bounds are the measured errors plus a margin for run-to-run variation across machines and thread counts
 (the loss curve is bit-reproducible only on the same machine and thread count)."""
