@@ -611,8 +611,21 @@ class _AtTime(nn.Module):
         self.module, self.t_column, self.t = module, int(t_column), float(t)
 
     def forward(self, x):
-        cols = [torch.full_like(x[:, k], self.t) if k == self.t_column else x[:, k] for k in range(x.shape[1])]
-        return self.module(torch.stack(cols, dim=1))
+        return self.module(at_time(x, self.t_column, self.t))
+
+
+def at_time(x, t_column: int, t: float):
+    """Inputs (tensor [N, d] or jet) with column ``t_column`` held at ``t``: its value set to t and, in a jet, its
+    derivative channels set to 0 (the inputs of a function of x alone)."""
+    if isinstance(x, Jet):
+        ch = x.channels
+        keep = torch.ones(ch.shape[-1], dtype=ch.dtype, device=ch.device)
+        keep[t_column] = 0
+        put = torch.zeros_like(ch[:1])
+        put[..., t_column] = t
+        return x.like(ch * keep + torch.cat([put, torch.zeros_like(ch[1:])], 0))
+    cols = [torch.full_like(x[:, k], t) if k == t_column else x[:, k] for k in range(x.shape[1])]
+    return torch.stack(cols, dim=1)
 
 
 class HardDirichlet(nn.Module):

@@ -13,9 +13,10 @@ from dp_worker import small_problem
 
 from elecsolver.config import ConfigError
 from elecsolver.jets import seed_jet
+from elecsolver.networks import at_time
 from elecsolver.trainer import Trainer
 from elecsolver.training.options import TrainingOptions
-from elecsolver.training.slabs import SlabNetwork, SlabTrainer, at_time
+from elecsolver.training.slabs import SlabNetwork, SlabTrainer
 
 
 def _problem(steps: int = 6, slabs: int = 2, hard_initial: bool = False):

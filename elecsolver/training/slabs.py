@@ -39,24 +39,11 @@ from torch import nn
 from ..config import ConfigError
 from ..geometry import TimeDomain
 from ..jets import Jet
+from ..networks import at_time
 
-__all__ = ["SlabNetwork", "SlabTrainer", "at_time", "slab_bounds", "slab_problem"]
+__all__ = ["SlabNetwork", "SlabTrainer", "slab_bounds", "slab_problem"]
 
 log = logging.getLogger("elecsolver.trainer")
-
-
-def at_time(x, t_column: int, t: float):
-    """Inputs (tensor [N, d] or jet) with column ``t_column`` held at ``t``: its value set to t and, in a jet, its
-    derivative channels set to 0 (the inputs of a function of x alone)."""
-    if isinstance(x, Jet):
-        ch = x.channels
-        keep = torch.ones(ch.shape[-1], dtype=ch.dtype, device=ch.device)
-        keep[t_column] = 0
-        put = torch.zeros_like(ch[:1])
-        put[..., t_column] = t
-        return x.like(ch * keep + torch.cat([put, torch.zeros_like(ch[1:])], 0))
-    cols = [torch.full_like(x[:, k], t) if k == t_column else x[:, k] for k in range(x.shape[1])]
-    return torch.stack(cols, dim=1)
 
 
 class SlabNetwork(nn.Module):
@@ -86,8 +73,7 @@ class SlabNetwork(nn.Module):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            xs = at_time(x, self.t_column, self.t_start)
-            return self.previous(xs) + self.current(x) - self.current(xs)
+            return self._late(x)
         late = x[:, self.t_column] >= self.t_start
         out = None
         for mask, fn in ((late, self._late), (~late, self.previous)):
@@ -98,7 +84,7 @@ class SlabNetwork(nn.Module):
                 out[mask] = part
         return out if out is not None else self.current(x)
 
-    def _late(self, x: torch.Tensor) -> torch.Tensor:
+    def _late(self, x):  # the slab's formula, for tensors and jets alike
         xs = at_time(x, self.t_column, self.t_start)
         return self.previous(xs) + self.current(x) - self.current(xs)
 
@@ -217,32 +203,6 @@ class SlabTrainer:
     def points_processed(self) -> int:
         return self.offsets["points"] + self.trainer.points_processed
 
-    @property
-    def model(self) -> nn.Module:
-        """The network of the slabs trained so far (piecewise in t on tensors)."""
-        return self.trainer.model
-
-    @property
-    def device(self):
-        return self.trainer.device
-
-    @property
-    def eval_model(self) -> nn.Module:
-        return self.trainer.eval_model
-
-    @property
-    def checkpoint_path(self) -> Path | None:
-        return self.trainer.checkpoint_path
-
-    def gather(self) -> nn.Module:
-        return self.trainer.gather()
-
-    def predict(self, times=None, chunk: int = 65536):
-        """The fields of the slabs trained so far on the output sites, as :meth:`Trainer.predict`."""
-        from ..evaluation import evaluate_fieldset
-
-        return evaluate_fieldset(self.eval_model, self.problem, times, self.trainer.device, self.trainer.dtype, chunk)
-
     def train(self, stop_after: int | None = None) -> None:
         """Train the remaining slabs in order (or up to global step ``stop_after``, then checkpoint and return).
 
@@ -260,9 +220,6 @@ class SlabTrainer:
             if self.trainer.step < self.trainer.options.total_steps or self.slab == n - 1:
                 return
             self._advance()
-
-    def save_checkpoint(self) -> None:
-        self.trainer.save_checkpoint()
 
     def load_checkpoint(self, path=None) -> None:
         """Continue from the checkpoint of the slab it was written in (see :meth:`Trainer.load_checkpoint`).
@@ -293,7 +250,9 @@ class SlabTrainer:
         if self.trainer.step >= self.trainer.options.total_steps and k < n - 1:
             self._advance()  # written at the end of slab k: continue with the next
 
-    def __getattr__(self, name):  # everything else (options, ctx, residual, ...) is the current slab's trainer's
+    def __getattr__(self, name):
+        # everything else is the current slab's trainer's: model (the network of the slabs so far, piecewise in t on
+        # tensors), predict (its problem copy has the same output sites and times), gather, checkpoints, ...
         if name == "trainer":
             raise AttributeError(name)
         return getattr(self.trainer, name)
