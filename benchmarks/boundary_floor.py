@@ -2,6 +2,7 @@
 
     python benchmarks/boundary_floor.py                  # the table in benchmarks/RESULTS.md (~30 s)
     python benchmarks/boundary_floor.py --paddings 0.1 0.15 --half-dx
+    python benchmarks/boundary_floor.py --per-side       # the main job's default: padding per side from the source
 
 The PINN of ``maxwell-point-source-2d`` solves Maxwell's equations on the output window [0, 1]^2 m padded by
 ``absorbing.padding`` metres on every side, closed by the first-order Silver-Mueller condition E . tau = eta0 Hz
@@ -13,6 +14,8 @@ the problem is scored on (a reflection-free PEC buffer), on the same output grid
 with the same metric (relative L2 per field over all sites and times, source included; "early": t <= 2.4 ns).
 Both use the same cells, so the difference is the boundary model's, not the discretisation's (``--half-dx``
 repeats the table at dx / 2 to show it).  A PEC box of the same padding (no absorption) is printed beside it.
+``--per-side`` adds, for every source, the main job's default box: each side padded by the least p with
+d + 2 p >= c0 (t_end - t0 + tau), at least 0.05 m (``MaxwellPointSource2D.paddings``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ FIELDS = ("Ex", "Ey", "Hz")
 
 def rel(a: dict, b: dict, frames: int | None = None) -> dict:
     return {k: float(np.linalg.norm((a[k] - b[k])[:frames]) / np.linalg.norm(b[k][:frames])) for k in FIELDS}
+
+
+def main_job_paddings(source: dict) -> tuple[float, float, float, float]:
+    """The main job's default per-side padding (m) for this source (``absorbing.per_side``)."""
+    from elecsolver.problems import get_problem_class
+
+    cls = get_problem_class("maxwell-point-source-2d")
+    cfg = cls.preset_config("quick")
+    cfg["source"].update({k: source[k] for k in ("frequency", "sigma", "x0", "y0")})
+    return cls(cfg).paddings()
 
 
 def floors(source: dict, paddings, boundaries, dx=None) -> list[tuple]:
@@ -48,6 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paddings", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.12, 0.15, 0.2, 0.3])
     ap.add_argument("--half-dx", action="store_true", help="also at half the default cell size (10/6 mm)")
+    ap.add_argument("--per-side", action="store_true", help="also the main job's per-side padding for every source")
     args = ap.parse_args()
     default = {"amplitude": 1.0, "frequency": 1e9, "sigma": 7.5e-3, "x0": 0.4975, "y0": 0.4975}
     cases = [("default source (0.4975, 0.4975) m, 1 GHz, sigma 7.5 mm", default, ["silver-muller", "pec"], None)]
@@ -61,8 +75,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for name, source, boundaries, dx in cases:
         paddings = args.paddings if name.startswith("default") or dx else [p for p in args.paddings if p in (0.1, 0.15)]
-        for boundary, pad, full, early, wall in floors(source, paddings or args.paddings, boundaries, dx):
-            print(f"| {name} | {boundary} | {pad:g} | " + " / ".join(f"{100 * full[k]:.3f}" for k in FIELDS)
+        paddings = list(paddings or args.paddings)
+        if args.per_side and not dx:
+            paddings.append(main_job_paddings(source))
+        for boundary, pad, full, early, wall in floors(source, paddings, boundaries, dx):
+            pad = f"{pad:g}" if np.ndim(pad) == 0 else "per side " + "/".join(f"{p:.3f}" for p in pad)
+            print(f"| {name} | {boundary} | {pad} | " + " / ".join(f"{100 * full[k]:.3f}" for k in FIELDS)
                   + " | " + " / ".join(f"{100 * early[k]:.3f}" for k in FIELDS) + f" | {wall:.1f} |", flush=True)
 
 

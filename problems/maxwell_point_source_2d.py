@@ -15,13 +15,19 @@ initial fields, unbounded medium; the window [0, 1] m x [0, 1] m x [0, 4 ns] is 
 Scales: L = the window's larger side, T = L/c0, E0 = 0.0718 A/sigma (the peak of the quasi-static near
 field |E_phi| = A (1 - exp(-r^2/(2 sigma^2))) / (2 pi r) of the source, at r = 1.585 sigma), H0 = E0/eta0.
 
-Free space is imitated by training on the window padded by ``absorbing.padding`` metres on every side,
-with the first-order Silver-Mueller condition on the outer edge (:class:`elecsolver.physics.SilverMueller`;
-E.tau = eta0 Hz in TEz); its reflections arrive late and weak in the window.  The exact solution of that
-padded problem (the package's FDTD with the same wall, ``benchmarks/boundary_floor.py``) differs from the
-free-space field by 0.074 / 0.074 / 0.089 % (Ex / Ey / Hz, full window) at the default padding of 0.15 m, and
-by 0.41 / 0.41 / 0.49 % at 0.1 m: the modelling floor, which the accuracy issue holds to <= 0.3 %.  The
-``ci`` preset, scored on t <= 2.4 ns where no reflection has arrived (floor < 1e-5 either way), keeps 0.1 m.  Collocation points are
+Free space is imitated by training on the window padded on every side, with the first-order Silver-Mueller
+condition on the outer edge (:class:`elecsolver.physics.SilverMueller`; E.tau = eta0 Hz in TEz); its
+reflections arrive late and weak in the window.  With ``absorbing.per_side`` (the default) each side's padding
+is chosen from the source: the least p with d + 2 p >= c0 (t_end - t0 + tau), d the distance from the source
+centre to that edge of the window (the shortest path source - wall - window by the image principle), so that
+no reflection of the pulse from before t0 - tau reaches the window by t_end; at least ``absorbing.padding``
+(0.05 m).  The exact solution of that padded problem (the package's FDTD with the same wall,
+``benchmarks/boundary_floor.py``) differs from the free-space field by 0.052 / 0.052 / 0.063 % (Ex / Ey / Hz,
+full window) for the default source (0.16 m a side) and by at most 0.077 % for sources in [0.3, 0.7]^2 m at
+0.8-1.2 GHz: the modelling floor, which the accuracy issue holds to <= 0.3 % (one padding of 0.15 m on every
+side gives 0.074 % here but 1.5 % for a source at (0.3, 0.3) m at 1.2 GHz).  With ``per_side = false``
+``absorbing.padding`` is the padding of every side; the ``ci`` preset, scored on t <= 2.4 ns where no reflection
+has arrived (floor < 1e-5), uses 0.1 m.  Collocation points are
 dense in a disc of ``sampling.source_radius`` sigma around the source (a region of the domain), and the
 network's E carries the quasi-static near field of the source (``network.near_field``, a head, see
 ``_near_field.py``).
@@ -39,6 +45,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.constants import c as C0
 
 import elecsolver as es
 from elecsolver.reference.cache import cached_arrays
@@ -66,7 +73,7 @@ class MaxwellPointSource2D(es.Problem):
         "source": {"amplitude": 1.0, "frequency": 1.0e9, "sigma": 7.5e-3, "x0": 0.4975, "y0": 0.4975},
         "window": {"x": [0.0, 1.0], "y": [0.0, 1.0], "t": [0.0, 4.0e-9]},
         "output": {"nx": 101, "ny": 101, "nt": 41, "early_frames": 25},
-        "absorbing": {"padding": 0.15},
+        "absorbing": {"padding": 0.05, "per_side": True},
         "network": {"kind": "multiscale", "width": 64, "depth": 4, "activation": "sin", "scales": [1.0, 4.0, 16.0],
                     "hard_initial": True, "near_field": True, "near_field_radius": 0.05},
         "sampling": {"interior": 8192, "source": 2048, "source_radius": 5.0, "boundary": 1024, "initial": 1024,
@@ -78,7 +85,7 @@ class MaxwellPointSource2D(es.Problem):
     }
     presets = {
         # under a minute on 2 CPU cores
-        "ci": {"network": {"width": 48, "depth": 3}, "absorbing": {"padding": 0.1},
+        "ci": {"network": {"width": 48, "depth": 3}, "absorbing": {"padding": 0.1, "per_side": False},
                "sampling": {"interior": 3000, "source": 800, "boundary": 400, "initial": 400, "resample_every": 50,
                             "time_ramp": 0.8, "time_ramp_start": 0.3},
                "training": {"steps": 500, "lr": 4e-3, "log_every": 100, "checkpoint_every": 100,
@@ -114,7 +121,9 @@ class MaxwellPointSource2D(es.Problem):
             raise es.ConfigError("output.nx, output.ny must be >= 2 and output.early_frames in [1, output.nt]")
         self.pulse = es.GaussianPulse(src["frequency"])
         profile = es.GaussianProfile((src["x0"], src["y0"]), src["sigma"])
-        box = es.Rectangle([win["x"][0] - pad, win["y"][0] - pad], [win["x"][1] + pad, win["y"][1] + pad])
+        self.padding = self.paddings()
+        (p_xmin, p_xmax, p_ymin, p_ymax) = self.padding
+        box = es.Rectangle([win["x"][0] - p_xmin, win["y"][0] - p_ymin], [win["x"][1] + p_xmax, win["y"][1] + p_ymax])
         self.domain = es.TimeDomain(box, 0.0, win["t"][1])
         self.pde = es.MaxwellTEz(sources=[es.Source("Hz", self.pulse, profile, src["amplitude"])])
         self.conditions = [es.SilverMueller(name="boundary"), es.Initial(weight=10.0)]
@@ -127,6 +136,21 @@ class MaxwellPointSource2D(es.Problem):
         self.progress_window = "early"
         if c["network"]["near_field"]:
             self.heads = [self.near_field()]
+
+    def paddings(self) -> tuple[float, float, float, float]:
+        """The padding (m) of the window's sides (xmin, xmax, ymin, ymax); see the module docstring.
+
+        With ``absorbing.per_side``: per side max(padding, (c0 (t_end - t0 + tau) - d) / 2), d the distance (m)
+        from the source centre to that edge of the window, t0 and tau the pulse's (s); otherwise
+        ``absorbing.padding`` on every side.
+        """
+        c = self.config
+        src, win, pad = c["source"], c["window"], float(c["absorbing"]["padding"])
+        if not c["absorbing"]["per_side"]:
+            return (pad,) * 4
+        path = C0 * (win["t"][1] - self.pulse.t0 + self.pulse.tau)
+        d = (src["x0"] - win["x"][0], win["x"][1] - src["x0"], src["y0"] - win["y"][0], win["y"][1] - src["y0"])
+        return tuple(max(pad, 0.5 * (path - di)) for di in d)
 
     def near_field(self) -> QuasiStaticNearField:
         """The near-field head in training units."""

@@ -407,3 +407,31 @@ def test_silver_muller_box_floor_falls_with_padding(default_run):
         fdtd.solve_te_point_source(**SRC, x=X_OUT, y=Y_OUT, t=T_OUT, boundary="silver-muller")
     with pytest.raises(ValueError, match="boundary must be one of"):
         fdtd.solve_te_point_source(**SRC, x=X_OUT, y=Y_OUT, t=T_OUT, buffer=0.1, boundary="mur")
+
+
+def test_per_side_padding_of_the_main_job_keeps_a_corner_source_floor_below_0p3_percent():
+    """A source at (0.3, 0.3) m at 1.2 GHz: one padding of 0.15 m on every side leaves a floor of 1.6 % (its
+    near walls reflect into the window before 4 ns); the main job's per-side padding, d + 2 p = c0 (t_end - t0 +
+    tau) per side, keeps it at 0.044 % (measured; benchmarks/boundary_floor.py) in a box of about the same area."""
+    from elecsolver.problems import get_problem_class
+
+    cls = get_problem_class("maxwell-point-source-2d")
+    src = {**SRC, "frequency": 1.2e9, "x0": 0.3, "y0": 0.3}
+    cfg = cls.preset_config("quick")
+    cfg["source"].update(frequency=1.2e9, x0=0.3, y0=0.3)
+    pads = cls(cfg).paddings()
+    tau = math.sqrt(2.3) / (math.pi * 1.2e9)
+    path = 299792458.0 * (4e-9 - 3.65 * tau + tau)  # 0.879 m
+    assert pads == pytest.approx(((path - 0.3) / 2, (path - 0.7) / 2) * 2, rel=1e-12)  # 0.29 / 0.09 m
+    free = fdtd.solve_te_point_source(**src, x=X_OUT, y=Y_OUT, t=T_OUT)
+    floors = {}
+    for name, buffer in (("uniform", 0.15), ("per side", pads)):
+        box = fdtd.solve_te_point_source(**src, x=X_OUT, y=Y_OUT, t=T_OUT, buffer=buffer, boundary="silver-muller")
+        floors[name] = max(rel_l2(box[k], free[k]) for k in ("Ex", "Ey", "Hz"))
+    assert floors["uniform"] > 1e-2 and floors["per side"] < 1e-3, floors  # measured 1.6e-2 and 4.4e-4
+    cfg["absorbing"]["per_side"] = False
+    assert cls(cfg).paddings() == (0.05,) * 4
+    for bad in ((0.1, 0.1), (0.1, -0.1, 0.1, 0.1), "wide", float("nan")):
+        with pytest.raises(ValueError, match="buffer must be a finite distance"):
+            fdtd.plan_te_point_source(frequency=1e9, sigma=7.5e-3, x0=0.5, y0=0.5, x=X_OUT, y=Y_OUT, t=T_OUT,
+                                      buffer=bad, boundary="silver-muller")

@@ -496,6 +496,18 @@ def _default_dx(hx: float, hy: float, limit: float) -> float:
     )
 
 
+def _buffer_sides(buffer) -> tuple[float, float, float, float]:
+    """``buffer`` as (xmin, xmax, ymin, ymax) distances in m: one number for every side, or four."""
+    try:
+        sides = (float(buffer),) * 4 if np.ndim(buffer) == 0 else tuple(float(b) for b in buffer)
+    except (TypeError, ValueError):
+        sides = ()
+    if len(sides) != 4 or not all(math.isfinite(b) and b >= 0.0 for b in sides):
+        raise ValueError(f"buffer must be a finite distance >= 0 m, or four (xmin, xmax, ymin, ymax), or None; "
+                         f"got {buffer!r}")
+    return sides
+
+
 def plan_te_point_source(
     *,
     frequency: float,
@@ -507,7 +519,7 @@ def plan_te_point_source(
     t,
     dx: float | None = None,
     courant: float = 0.68,
-    buffer: float | None = None,
+    buffer: float | tuple[float, float, float, float] | None = None,
     boundary: str = "pec",
 ) -> PointSourceGrid:
     """Choose the Yee grid used by :func:`solve_te_point_source`.
@@ -542,9 +554,10 @@ def plan_te_point_source(
         Cell size [m]; must divide both output spacings.
     courant : float, optional
         Upper bound on ``c dt / dx``, in (0, 1/sqrt(2)).  Default 0.68.
-    buffer : float, optional
-        Distance [m] from the output window to the walls on all four sides
-        (rounded up to whole cells).  Default: computed as above.
+    buffer : float or sequence of 4 float, optional
+        Distance [m] from the output window to the walls on all four sides, or per
+        side as (xmin, xmax, ymin, ymax) (rounded up to whole cells).  Default:
+        computed as above.
     boundary : {"pec", "silver-muller"}, optional
         The walls' model (see :class:`_YeeTEz`); "silver-muller" needs ``buffer`` (the
         padding of the box) and never warns of wall reflections (they are the point).
@@ -611,13 +624,8 @@ def plan_te_point_source(
         n_b = math.ceil((y_lo - wall_b) / dx - 1e-9)
         n_t = math.ceil((wall_t - y_hi) / dx - 1e-9)
     else:
-        try:
-            buffer = float(buffer)
-        except (TypeError, ValueError):
-            raise ValueError(f"buffer must be a distance in m or None, got {buffer!r}") from None
-        if not math.isfinite(buffer) or buffer < 0.0:
-            raise ValueError(f"buffer must be a finite distance >= 0 m, got {buffer!r}")
-        n_l = n_r = n_b = n_t = max(1, math.ceil(buffer / dx - 1e-9))
+        sides = _buffer_sides(buffer)
+        n_l, n_r, n_b, n_t = (max(1, math.ceil(b / dx - 1e-9)) for b in sides)
 
     nx_cells = n_l + stride_x * (x.size - 1) + n_r
     ny_cells = n_b + stride_y * (y.size - 1) + n_t
@@ -682,7 +690,7 @@ def solve_te_point_source(
     t=None,
     dx: float | None = None,
     courant: float = 0.68,
-    buffer: float | None = None,
+    buffer: float | tuple[float, float, float, float] | None = None,
     boundary: str = "pec",
 ) -> dict[str, np.ndarray]:
     """TEz field of a Gaussian line source in vacuum by the Yee FDTD method.
@@ -724,8 +732,9 @@ def solve_te_point_source(
         :func:`plan_te_point_source` (10/3 mm for the default problem).
     courant : float, optional
         Upper bound on ``c dt / dx`` in (0, 1/sqrt(2)).  Default 0.68.
-    buffer : float, optional
-        Window-to-wall distance [m] on every side.  Default: computed so that
+    buffer : float or sequence of 4 float, optional
+        Window-to-wall distance [m] on every side, or per side as (xmin, xmax,
+        ymin, ymax).  Default: computed so that
         no reflection reaches the output window before ``t[-1]``.
     boundary : {"pec", "silver-muller"}, optional
         "pec" (default): free space, emulated by the reflection-free buffer.
