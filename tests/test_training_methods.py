@@ -211,3 +211,55 @@ def test_least_squares_with_subdomains_is_refused_before_training():
     cfg["training"]["least_squares"] = {"every": 10, "ridge": 1e-6}
     with pytest.raises(ConfigError, match="does not combine with subdomains"):
         Trainer(cls(cfg), progress=False)
+
+
+def _ls_finish_problem(before_finish=True):
+    p = _finish_problem()
+    cfg = p.config
+    cfg["training"]["least_squares"] = {"every": 0, "ridge": 0.0, "before_finish": before_finish}
+    return type(p)(cfg)
+
+
+def test_a_least_squares_solve_before_the_finish_happens_once_at_the_switch(tmp_path, monkeypatch):
+    """least_squares.before_finish: the run equals one without it in which the output layer is solved by hand
+    after the main steps (bit for bit), the solve happens once, and a run resumed inside the finish neither
+    repeats it nor differs from the uninterrupted run."""
+    for name in ("auto", "part"):
+        (tmp_path / name).mkdir()
+    calls = []
+    solve = Trainer.least_squares
+    monkeypatch.setattr(Trainer, "least_squares", lambda self: calls.append(self.step) or solve(self))
+    torch.manual_seed(0)
+    auto = Trainer(_ls_finish_problem(), progress=False, out_dir=tmp_path / "auto")
+    auto.train()
+    assert calls == [4]
+    torch.manual_seed(0)
+    by_hand = Trainer(_ls_finish_problem(before_finish=False), progress=False)
+    by_hand.train(stop_after=4)
+    g_before, _ = _output_layer_gradient(by_hand)
+    solve(by_hand)
+    g_after, _ = _output_layer_gradient(by_hand)
+    assert g_after < 1e-8 * g_before  # the layer is at the minimum of the loss when the finish starts
+    by_hand.train()
+    flat = lambda t: torch.cat([p.detach().reshape(-1) for p in t.model.parameters()])  # noqa: E731
+    assert torch.equal(flat(auto), flat(by_hand))
+    calls.clear()
+    torch.manual_seed(0)
+    part = Trainer(_ls_finish_problem(), progress=False, out_dir=tmp_path / "part")
+    part.train(stop_after=5)
+    resumed = Trainer(_ls_finish_problem(), progress=False, out_dir=tmp_path / "part")
+    resumed.load_checkpoint()
+    resumed.train()
+    assert calls == [4] and torch.equal(flat(resumed), flat(auto))
+
+
+@pytest.mark.parametrize(("ls", "finish", "words"), [
+    ({"before_finish": 1}, True, "before_finish must be true or false"),
+    ({"before_finish": True}, False, "there is none: set training.finish"),
+    ({"at_end": True}, True, "training.least_squares must be")])
+def test_bad_least_squares_before_finish_options_are_one_clear_error(ls, finish, words):
+    p = _finish_problem() if finish else small_problem()
+    cfg = p.config
+    cfg["training"]["least_squares"] = ls
+    with pytest.raises(ConfigError, match=words):
+        type(p)(cfg)

@@ -67,7 +67,8 @@ class TrainingOptions:
     ``steps`` of ``optimizer``, on the points of the last round held fixed (see :class:`Trainer`), and
     ``balance``: loss-term weights from gradient norms, recomputed every ``balance.every`` steps (see
     :meth:`Trainer.balance`), and ``least_squares``: the output layer solved by least squares every
-    ``least_squares.every`` steps (see :mod:`elecsolver.training.least_squares`), and ``slabs``: the time window
+    ``least_squares.every`` steps and/or once at the switch to the finish (``least_squares.before_finish``; see
+    :mod:`elecsolver.training.least_squares`), and ``slabs``: the time window
     split into that many equal slabs trained in order, ``steps / slabs`` steps (and a finish) each, every slab
     warm-started from the last and starting exactly from its final field (see
     :mod:`elecsolver.training.slabs`)."""
@@ -161,19 +162,27 @@ class TrainingOptions:
                 and 0 <= balance["alpha"] < 1):
             raise ConfigError(f"training.balance.alpha must be a number in [0, 1), got {balance['alpha']!r}")
         object.__setattr__(o, "balance", balance)
-        ls = {"every": 0, "ridge": 1e-6, **(o.least_squares or {})}
-        if set(ls) != {"every", "ridge"}:
-            raise ConfigError(f"training.least_squares must be {{'every': K, 'ridge': r}}, got {o.least_squares!r}")
+        ls = {"every": 0, "ridge": 1e-6, "before_finish": False, **(o.least_squares or {})}
+        if set(ls) != {"every", "ridge", "before_finish"}:
+            raise ConfigError(f"training.least_squares must be {{'every': K, 'ridge': r, 'before_finish': false}}, "
+                              f"got {o.least_squares!r}")
         if not (isinstance(ls["every"], int) and not isinstance(ls["every"], bool) and ls["every"] >= 0):
             raise ConfigError(f"training.least_squares.every must be an integer >= 0 (0: off), got {ls['every']!r}")
         if not (isinstance(ls["ridge"], (int, float)) and not isinstance(ls["ridge"], bool) and ls["ridge"] >= 0):
             raise ConfigError(f"training.least_squares.ridge must be a number >= 0, got {ls['ridge']!r}")
+        if not isinstance(ls["before_finish"], bool):
+            raise ConfigError("training.least_squares.before_finish must be true or false, got "
+                              f"{ls['before_finish']!r}")
+        if ls["before_finish"] and not o.finish_steps:
+            raise ConfigError("training.least_squares.before_finish solves the output layer once before the "
+                              "quasi-Newton finish, but there is none: set training.finish.optimizer=lbfgs and "
+                              "training.finish.steps=N, or least_squares.before_finish=false")
         object.__setattr__(o, "least_squares", ls)
         if not (isinstance(o.slabs, int) and not isinstance(o.slabs, bool) and 1 <= o.slabs <= o.steps):
             raise ConfigError(f"training.slabs must be an integer in [1, training.steps={o.steps}] (at least one "
                               f"step a slab; 1: the whole time window at once), got {o.slabs!r}: give more --steps or "
                               "--set training.slabs=1")
-        if o.slabs > 1 and ls["every"]:
+        if o.slabs > 1 and (ls["every"] or ls["before_finish"]):
             raise ConfigError("training.slabs > 1 does not combine with training.least_squares (the solve needs the "
                               "network's last layer, which a slab's network holds twice); set one of them off")
         if o.compile and o.derivatives != "jet":

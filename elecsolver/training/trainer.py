@@ -135,15 +135,16 @@ class Trainer:
         self.main_stepper = self.stepper
         if self.options.finish_steps:
             self._check_finish(forward_backward)
-        if self.options.least_squares["every"] and problem.subdomains:
+        ls_on = bool(self.options.least_squares["every"] or self.options.least_squares["before_finish"])
+        if ls_on and problem.subdomains:
             raise ConfigError("training.least_squares does not combine with subdomains (their level-set features "
                               "take reverse-mode derivatives inside the network, which the solve's forward-mode "
-                              "Jacobian cannot pass through); set training.least_squares.every=0")
-        if self.options.least_squares["every"] and (ctx.model_parallel > 1 or forward_backward is not None
-                                                    or ctx.make_optimizer is not None):
+                              "Jacobian cannot pass through); set training.least_squares.every=0 and "
+                              "before_finish=false")
+        if ls_on and (ctx.model_parallel > 1 or forward_backward is not None or ctx.make_optimizer is not None):
             raise ConfigError("training.least_squares (the output layer by least squares) does not combine with "
                               "tensor or pipeline parallelism or ZeRO (each rank must hold the whole layer); set "
-                              "training.least_squares.every=0")
+                              "training.least_squares.every=0 and before_finish=false")
         self._forward_backward = forward_backward
         self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
@@ -390,6 +391,8 @@ class Trainer:
             while self.step < end:
                 t0 = time.perf_counter()
                 if self.step >= main and not self.in_finish:
+                    if self.step == main and self.options.least_squares["before_finish"]:
+                        self.least_squares()  # once, at the switch (a resume inside the finish does not redo it)
                     self._enter_finish()
                 if balance_every and self.step % balance_every == 0 and self.step < main:
                     self.balance()
