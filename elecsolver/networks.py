@@ -145,9 +145,10 @@ class Activation(nn.Module):
     def forward(self, x):
         if isinstance(x, Jet):
             if not x.second_order:
-                a = x.data
-                v = self.fn(a[0])
-                return x.like(torch.cat([v.unsqueeze(0), self.d1(a[0]).unsqueeze(0) * a[1:]], dim=0))
+                # split, not indexing: its backward concatenates the parts' gradients instead of
+                # zero-filling a full-size gradient per index (about a quarter of a CPU step)
+                a0, rest = torch.split(x.channels, [1, x.channels.shape[0] - 1], dim=0)
+                return x.like(torch.cat([self.fn(a0), self.d1(a0) * rest], dim=0))
             return x.elementwise(*_fused(self.name, x.value))
         return self.fn(x)
 
@@ -166,11 +167,8 @@ class JetLinear(nn.Linear):
         if isinstance(x, Jet):
             out = torch.matmul(x.channels, self.weight.t())  # [1 + K + P + L, N, out]
             if self.bias is not None:
-                if x.second_order:  # split: a cheaper backward than slicing for many channels
-                    v, rest = torch.split(out, [1, out.shape[0] - 1], dim=0)
-                    out = torch.cat([v + self.bias, rest], dim=0)
-                else:
-                    out = torch.cat([(out[0] + self.bias).unsqueeze(0), out[1:]], dim=0)
+                v, rest = torch.split(out, [1, out.shape[0] - 1], dim=0)  # a cheaper backward than slicing
+                out = torch.cat([v + self.bias, rest], dim=0)
             return x.like(out)
         return super().forward(x)
 
