@@ -32,9 +32,10 @@ dense in a disc of ``sampling.source_radius`` sigma around the source (a region 
 network's E carries the quasi-static near field of the source (``network.near_field``, a head, see
 ``_near_field.py``).
 
-Training: Adam with the loss terms weighted from their gradient norms every 100 steps (``training.balance``) and
-the window in two time slabs (``training.slabs``, each slab's start exactly the previous slab's final field); the
-``ci`` preset balances every 50 steps in one slab.  Presets: ``ci`` (under a minute on 2 CPU cores), ``quick``
+Training: Adam on few points a step (1024 interior, 256 in the source disc, 128 on the wall; redrawn every 100
+steps) for many steps (8000), with the loss terms weighted from their gradient norms every 500 steps
+(``training.balance``) and the window in two time slabs (``training.slabs``, each slab's start exactly the
+previous slab's final field); the ``ci`` preset (750 / 200 / 100 points) balances every 150 steps in one slab.  Presets: ``ci`` (under a minute on 2 CPU cores), ``quick``
 (the default, at most 15 minutes), ``long`` (at most 2 hours, projected), ``full`` (a GPU, not measured).
 
 Reference: a Yee FDTD solution (:mod:`elecsolver.reference.fdtd`), cached per configuration.
@@ -76,24 +77,27 @@ class MaxwellPointSource2D(es.Problem):
         "absorbing": {"padding": 0.05, "per_side": True},
         "network": {"kind": "multiscale", "width": 64, "depth": 4, "activation": "sin", "scales": [1.0, 4.0, 16.0],
                     "hard_initial": True, "near_field": True, "near_field_radius": 0.05},
-        "sampling": {"interior": 8192, "source": 2048, "source_radius": 5.0, "boundary": 1024, "initial": 1024,
+        # few points a step and many steps: at about the same wall time an eighth of the former 8192 / 2048 / 1024
+        # points with 4x the steps more than halves the error (benchmarks/RESULTS.md, "Points per step against steps")
+        "sampling": {"interior": 1024, "source": 256, "source_radius": 5.0, "boundary": 128, "initial": 128,
                      "time_ramp": 0.5, "time_ramp_start": 0.4},
-        # loss-term weights from gradient norms every 100 steps and two time slabs: the two levers that the
+        # loss-term weights from gradient norms every 500 steps and two time slabs: the two levers that the
         # ablation (benchmarks/RESULTS.md) found to pay at a fixed wall time
-        "training": {"steps": 3000, "lr": 1e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 500,
-                     "balance": {"every": 100, "alpha": 0.9}, "slabs": 2},
+        "training": {"steps": 8000, "lr": 1e-3, "lr_final": 1e-4, "log_every": 1000, "checkpoint_every": 1000,
+                     "balance": {"every": 500, "alpha": 0.9}, "slabs": 2},
     }
     presets = {
         # under a minute on 2 CPU cores
         "ci": {"network": {"width": 48, "depth": 3}, "absorbing": {"padding": 0.1, "per_side": False},
-               "sampling": {"interior": 3000, "source": 800, "boundary": 400, "initial": 400, "resample_every": 50,
+               "sampling": {"interior": 750, "source": 200, "boundary": 100, "initial": 100, "resample_every": 50,
                             "time_ramp": 0.8, "time_ramp_start": 0.3},
-               "training": {"steps": 500, "lr": 4e-3, "log_every": 100, "checkpoint_every": 100,
-                            "balance": {"every": 50, "alpha": 0.9}, "slabs": 1}},
+               "training": {"steps": 1500, "lr": 4e-3, "log_every": 250, "checkpoint_every": 500,
+                            "balance": {"every": 150, "alpha": 0.9}, "slabs": 1}},
         # the default: at most 15 minutes on 2 CPU cores
-        "quick": {"training": {"steps": 2000}},
-        # at most 2 hours on 2 CPU cores (projected from the measured step time; not yet run to its end)
-        "long": {"training": {"steps": 14000, "log_every": 500, "checkpoint_every": 1000}},
+        "quick": {},
+        # at most 2 hours on 2 CPU cores (projected from the measured step times; not yet run to its end)
+        "long": {"training": {"steps": 60000, "log_every": 2000, "checkpoint_every": 4000,
+                              "balance": {"every": 2000, "alpha": 0.9}}},
         # tuned for accuracy on a GPU (not yet measured on one)
         "full": {"network": {"width": 128, "depth": 5},
                  "sampling": {"interior": 65536, "source": 16384, "boundary": 8192, "initial": 8192,
@@ -103,7 +107,7 @@ class MaxwellPointSource2D(es.Problem):
     }
 
     # a zero field scores 1.0; the near-field ansatz alone 0.73 for Ex and Ey
-    bounds = {"ci": {"early": {"Ex": 0.45, "Ey": 0.45, "Hz": 0.72}},
+    bounds = {"ci": {"early": {"Ex": 0.32, "Ey": 0.32, "Hz": 0.50}},
               "quick": {"early": {"Ex": 0.18, "Ey": 0.18, "Hz": 0.24},
                         "full": {"Ex": 0.25, "Ey": 0.25, "Hz": 0.29}}}
 
