@@ -193,11 +193,17 @@ def _train_losses(precision: str, steps: int = 5):
 
 
 def test_bf16_follows_fp32():
-    """bf16 autocast on the value channel (derivative channels float32): the first losses within 1e-3 of fp32's
-    (bf16 keeps 8 bits: a relative rounding of 4e-3 per matmul, averaged over thousands of squared residuals)."""
+    """bf16 autocast on the value channel (derivative channels float32).  Step 0 (same parameters, forward rounding
+    only): the loss within 1e-3 of fp32's (bf16 keeps 8 bits, u = 2^-8 = 3.9e-3 per matmul, averaged over thousands of
+    squared residuals; measured 4.5e-4) and not equal to it (the autocast is in effect).  Steps 1-4 within 2u: Adam's
+    first steps move every parameter by about +-lr whatever its gradient's size, so a rounding that flips a small
+    gradient's sign moves that parameter by 2 lr and the trajectories drift by more than the forward rounding
+    (measured 2.3e-3 at step 3 on a CPU with AMX bf16; the bound was 1e-3 for all five losses before)."""
     fp32, _, _ = _train_losses("fp32")
     bf16, _, _ = _train_losses("bf16")
-    assert max(abs(a - b) / a for a, b in zip(bf16, fp32)) < 1e-3
+    rel = [abs(a - b) / a for a, b in zip(bf16, fp32)]
+    assert 1e-6 < rel[0] < 1e-3, rel
+    assert max(rel) < 2 * 2.0 ** -8, rel
 
 
 def test_fp16_overflow_skips_steps_and_backs_off_the_scale():
