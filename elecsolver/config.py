@@ -3,7 +3,8 @@
 A problem's configuration is plain data (numbers, booleans, strings, lists, nested dicts), so it
 can be written as JSON into every output file and compared on resume.  ``--set KEY=VALUE`` on the
 command line changes one entry; the value is parsed as a JSON literal and must have the type of
-the entry it replaces (an int is accepted where a float is expected).
+the entry it replaces (an int is accepted where a float is expected; an entry that is null by default, an
+option that is off, takes any JSON value but a section, checked by the block that reads it).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ class ConfigError(ValueError):
 
 def _type_name(v: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "a section"}.get(type(v), type(v).__name__)
+            dict: "a section", type(None): "a value that is not a section"}.get(type(v), type(v).__name__)
 
 
 def _coerce(key: str, old: Any, new: Any) -> Any:
+    if old is None and not isinstance(new, dict):  # an optional entry off by default: its owner validates the value
+        return new
     if isinstance(old, bool) or isinstance(new, bool):
         if isinstance(old, bool) and isinstance(new, bool):
             return new

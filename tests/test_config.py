@@ -17,6 +17,9 @@ def test_overrides_parse_json_and_keep_types():
     assert cfg["training"]["steps"] == 7 and isinstance(cfg["training"]["steps"], int)
     assert base["source"]["x0"] == 0.4975  # input not mutated
     assert isinstance(apply_overrides(base, ["source.amplitude=2"])["source"]["amplitude"], float)
+    # an entry that is null by default (an option off) takes a value; its block validates it
+    assert base["training"]["slab_share"] is None
+    assert apply_overrides(base, ["training.slab_share=[0.6, 0.4]"])["training"]["slab_share"] == [0.6, 0.4]
 
 
 @pytest.mark.parametrize("item,match", [
@@ -26,6 +29,7 @@ def test_overrides_parse_json_and_keep_types():
     ("training.steps=1.5", "expected an integer"),
     ("network.hard_initial=1", "expected a boolean"),
     ("source=1", "expected a section"),
+    ("training.slab_share={\"a\": 1}", "expected a value that is not a section"),
     ("source.sigma", "KEY=VALUE"),
 ])
 def test_bad_overrides(item, match):

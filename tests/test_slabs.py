@@ -159,6 +159,24 @@ def test_steps_split_over_the_slabs():
                         "finish": {"optimizer": "lbfgs", "steps": 2, "lr": 1.0}}}
     o = TrainingOptions.from_config(cfg)
     assert o.slab_steps() == [2, 2, 3] and o.total_steps == 7 + 3 * 2
+    for steps, share, expected in [(8000, [0.6, 0.4], [4800, 3200]), (7, [1, 1, 5], [2, 1, 4]),
+                                   (3, [100, 1, 1], [1, 1, 1]), (10, [3, 3, 4], [3, 3, 4])]:
+        cfg["training"].update(steps=steps, slabs=len(share), slab_share=share)
+        o = TrainingOptions.from_config(cfg)
+        assert o.slab_steps() == expected and sum(expected) == steps, (share, o.slab_steps())
+
+
+def test_a_slab_share_moves_the_switch():
+    """Six steps in shares 2 : 1: the first slab trains steps 1-4, the second 5-6 (its points in t >= t_1)."""
+    p = small_problem()
+    p.config["training"].update(steps=6, slabs=2, slab_share=[2, 1])
+    tr = Trainer(type(p)(p.config), progress=False)
+    tr.train(stop_after=3)
+    assert tr.slab == 0 and tr.step == 3
+    tr.train(stop_after=4)  # the first slab's last step: the second starts
+    assert tr.slab == 1 and tr.step == 4 and tr.trainer.step == 0
+    tr.train()
+    assert tr.slab == 1 and tr.step == 6 and tr.trainer.step == 2
 
 
 @pytest.mark.parametrize(("slabs", "extra", "words"), [
@@ -166,6 +184,9 @@ def test_steps_split_over_the_slabs():
     (7, {}, "training.slabs must be an integer in"),
     (True, {}, "training.slabs must be an integer in"),
     (2, {"least_squares": {"every": 2, "ridge": 1e-6}}, "does not combine with training.least_squares"),
+    (2, {"slab_share": [1.0]}, "training.slab_share must be null"),
+    (2, {"slab_share": [1.0, 0.0]}, "training.slab_share must be null"),
+    (2, {"slab_share": "0.6,0.4"}, "training.slab_share must be null"),
 ])
 def test_bad_slab_options_are_one_clear_error(slabs, extra, words):
     p = small_problem()

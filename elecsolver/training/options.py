@@ -30,7 +30,7 @@ BASE_CONFIG: dict = {
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
-                 "least_squares": {"every": 0, "ridge": 1e-6}, "slabs": 1,
+                 "least_squares": {"every": 0, "ridge": 1e-6}, "slabs": 1, "slab_share": None,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
@@ -71,7 +71,8 @@ class TrainingOptions:
     :mod:`elecsolver.training.least_squares`), and ``slabs``: the time window
     split into that many equal slabs trained in order, ``steps / slabs`` steps (and a finish) each, every slab
     warm-started from the last and starting exactly from its final field (see
-    :mod:`elecsolver.training.slabs`)."""
+    :mod:`elecsolver.training.slabs`), and ``slab_share``: the shares of ``steps`` the slabs get, in order
+    (``null``: equal; e.g. ``[0.6, 0.4]``: 60 % of the steps to the first of two slabs)."""
 
     steps: int
     seed: int
@@ -90,6 +91,7 @@ class TrainingOptions:
     balance: dict = None  # {"every": int (0: off), "alpha": float in [0, 1)}; see Trainer.balance
     least_squares: dict = None  # {"every": int (0: off), "ridge": float >= 0}; see Trainer.least_squares
     slabs: int = 1  # time slabs trained in order (1: the whole window at once); see elecsolver.training.slabs
+    slab_share: list = None  # the shares of ``steps`` per slab (positive numbers, normalised); None: equal
 
     @property
     def finish_steps(self) -> int:
@@ -104,9 +106,17 @@ class TrainingOptions:
 
     def slab_steps(self) -> list[int]:
         """The main steps of each time slab: ``steps`` split as evenly as integers allow, the remainder to the
-        last slabs."""
+        last slabs; with ``slab_share``, in those proportions (rounded down, the remainder one step each to the
+        slabs with the largest fractions lost, at least one step a slab)."""
         n = self.slabs
-        return [self.steps // n + (1 if k >= n - self.steps % n else 0) for k in range(n)]
+        if self.slab_share is None:
+            return [self.steps // n + (1 if k >= n - self.steps % n else 0) for k in range(n)]
+        spare = self.steps - n  # every slab gets one step, the rest by share
+        exact = [spare * w / sum(self.slab_share) for w in self.slab_share]
+        out = [1 + int(e) for e in exact]
+        for k in sorted(range(n), key=lambda k: int(exact[k]) - exact[k])[:self.steps - sum(out)]:
+            out[k] += 1
+        return out
 
     @classmethod
     def from_config(cls, config: dict) -> TrainingOptions:
@@ -182,6 +192,14 @@ class TrainingOptions:
             raise ConfigError(f"training.slabs must be an integer in [1, training.steps={o.steps}] (at least one "
                               f"step a slab; 1: the whole time window at once), got {o.slabs!r}: give more --steps or "
                               "--set training.slabs=1")
+        share = o.slab_share
+        if share is not None:
+            if not (isinstance(share, (list, tuple)) and len(share) == o.slabs
+                    and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 for w in share)):
+                raise ConfigError(f"training.slab_share must be null (equal slabs) or a list of training.slabs="
+                                  f"{o.slabs} positive numbers (the share of the steps each slab gets, in order), got "
+                                  f"{share!r}")
+            object.__setattr__(o, "slab_share", [float(w) for w in share])
         if o.slabs > 1 and (ls["every"] or ls["before_finish"]):
             raise ConfigError("training.slabs > 1 does not combine with training.least_squares (the solve needs the "
                               "network's last layer, which a slab's network holds twice); set one of them off")
