@@ -184,9 +184,13 @@ def test_a_slab_share_moves_the_switch():
     (7, {}, "training.slabs must be an integer in"),
     (True, {}, "training.slabs must be an integer in"),
     (2, {"least_squares": {"every": 2, "ridge": 1e-6}}, "does not combine with training.least_squares"),
-    (2, {"slab_share": [1.0]}, "training.slab_share must be null"),
-    (2, {"slab_share": [1.0, 0.0]}, "training.slab_share must be null"),
-    (2, {"slab_share": "0.6,0.4"}, "training.slab_share must be null"),
+    (2, {"slab_share": [1.0]}, r"training.slab_share must be null.*1 shares for 2 slab\(s\); set training.slabs=1"),
+    (1, {"slab_share": [0.7, 0.3]}, r"2 shares for 1 slab\(s\); set training.slabs=2"),
+    (2, {"slab_share": [1.0, 0.0]}, "training.slab_share must be null.*finite number > 0"),
+    (2, {"slab_share": [float("inf"), 1.0]}, "training.slab_share must be null.*finite number > 0"),
+    (2, {"slab_share": [float("nan"), 1.0]}, "training.slab_share must be null.*finite number > 0"),
+    (2, {"slab_share": [True, 1.0]}, "training.slab_share must be null.*finite number > 0"),
+    (2, {"slab_share": "0.6,0.4"}, "training.slab_share must be null.*not a list"),
 ])
 def test_bad_slab_options_are_one_clear_error(slabs, extra, words):
     p = small_problem()

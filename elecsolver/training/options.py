@@ -9,6 +9,7 @@ The trainer reads these objects, never the dict.
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, dataclass, fields
 
 from ..config import ConfigError
@@ -194,11 +195,17 @@ class TrainingOptions:
                               "--set training.slabs=1")
         share = o.slab_share
         if share is not None:
-            if not (isinstance(share, (list, tuple)) and len(share) == o.slabs
-                    and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 for w in share)):
-                raise ConfigError(f"training.slab_share must be null (equal slabs) or a list of training.slabs="
-                                  f"{o.slabs} positive numbers (the share of the steps each slab gets, in order), got "
-                                  f"{share!r}")
+            what = (f"training.slab_share must be null (equal slabs) or a list of training.slabs={o.slabs} finite "
+                    f"positive numbers (the shares of the steps the slabs get, in order, in any units: [2, 1] gives "
+                    f"the first slab two thirds), got {share!r}")
+            if not isinstance(share, (list, tuple)):
+                raise ConfigError(f"{what}: not a list")
+            if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w > 0
+                       for w in share):
+                raise ConfigError(f"{what}: every share must be a finite number > 0")
+            if len(share) != o.slabs:
+                raise ConfigError(f"{what}: {len(share)} shares for {o.slabs} slab(s); set training.slabs="
+                                  f"{len(share)} or give {o.slabs} shares")
             object.__setattr__(o, "slab_share", [float(w) for w in share])
         if o.slabs > 1 and (ls["every"] or ls["before_finish"]):
             raise ConfigError("training.slabs > 1 does not combine with training.least_squares (the solve needs the "
