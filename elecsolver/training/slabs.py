@@ -179,9 +179,6 @@ class SlabTrainer:
         self.trainer.history = self.history
         self.trainer.step_offset, self.trainer.wall_offset = self.offsets["step"], self.offsets["wall_s"]
         self.trainer.extra_state = {"slab": k, "slab_offsets": dict(self.offsets)}
-        t = self.bounds
-        log.info("time slab %d of %d: t in [%.4g, %.4g] s, %d steps", k + 1, len(t) - 1, t[k], t[k + 1],
-                 self.trainer.options.total_steps)
 
     def _advance(self) -> None:
         tr = self.trainer
@@ -216,6 +213,11 @@ class SlabTrainer:
             local = None if stop_after is None else stop_after - self.offsets["step"]
             if local is not None and local <= self.trainer.step:
                 return
+            t, k = self.bounds, self.slab
+            # logged here, not when the slab's trainer is built: the CLI opens the rank log file in between
+            log.info("time slab %d of %d: t in [%.4g, %.4g] s, %d steps%s", k + 1, n, t[k], t[k + 1],
+                     self.trainer.options.total_steps,
+                     f", from step {self.trainer.step}" if self.trainer.step else "")
             self.trainer.train(stop_after=local)
             if self.trainer.step < self.trainer.options.total_steps or self.slab == n - 1:
                 return
