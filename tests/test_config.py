@@ -20,6 +20,11 @@ def test_overrides_parse_json_and_keep_types():
     # an entry that is null by default (an option off) takes a value; its block validates it
     assert base["training"]["slab_share"] is None
     assert apply_overrides(base, ["training.slab_share=[0.6, 0.4]"])["training"]["slab_share"] == [0.6, 0.4]
+    # every key the training block reads has a default, so --set reaches it (least_squares.before_finish had none)
+    cfg = apply_overrides(base, ["training.least_squares.before_finish=true", "training.finish.optimizer=lbfgs",
+                                 "training.finish.steps=3", "training.slabs=1"])
+    assert cfg["training"]["least_squares"] == {"every": 0, "ridge": 1e-6, "before_finish": True}
+    MaxwellPointSource2D(cfg)  # and the training block accepts it
 
 
 @pytest.mark.parametrize("item,match", [

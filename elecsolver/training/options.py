@@ -31,7 +31,7 @@ BASE_CONFIG: dict = {
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
-                 "least_squares": {"every": 0, "ridge": 1e-6}, "slabs": 1, "slab_share": None,
+                 "least_squares": {"every": 0, "ridge": 1e-6, "before_finish": False}, "slabs": 1, "slab_share": None,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
