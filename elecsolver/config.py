@@ -23,12 +23,16 @@ class ConfigError(ValueError):
 
 def _type_name(v: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "a section", type(None): "a value that is not a section"}.get(type(v), type(v).__name__)
+            dict: "a section"}.get(type(v), type(v).__name__)
 
 
 def _coerce(key: str, old: Any, new: Any) -> Any:
-    if old is None and not isinstance(new, dict):  # an optional entry off by default: its owner validates the value
-        return new
+    if old is None:  # an optional entry off by default: its owner validates the value
+        if not isinstance(new, dict):
+            return new
+        raise ConfigError(f"--set {key}: this entry is null (off) by default and takes one value (a number, string, "
+                          f"boolean or list; its section's documentation says which), not a section: got "
+                          f"{json.dumps(new)}")
     if isinstance(old, bool) or isinstance(new, bool):
         if isinstance(old, bool) and isinstance(new, bool):
             return new

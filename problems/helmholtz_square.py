@@ -47,8 +47,14 @@ class HelmholtzSquare(es.Problem):
         "ci": {"training": {"steps": 2000, "lr": 3e-3, "lr_final": 3e-3, "log_every": 250, "checkpoint_every": 1000}},
         "quick": {},  # DeepXDE's demo as it is: 5000 steps
         "soft": {"network": {"hard_constraint": False}},  # the soft-constraint variant (boundary weight 100)
+        # the accuracy issue's 1e-4: ci's 2000 Adam steps in float64, one least-squares solve of the output layer,
+        # then 800 L-BFGS steps on the same points (seed 0: 5.5e-4 after the first 100, 9.5e-5 after 500, 4.0e-5)
+        "long": {"training": {"dtype": "float64", "steps": 2000, "lr": 3e-3, "lr_final": 3e-3, "log_every": 100,
+                              "checkpoint_every": 1000, "finish": {"optimizer": "lbfgs", "steps": 800, "lr": 1.0},
+                              "least_squares": {"every": 0, "ridge": 1e-6, "before_finish": True}}},
     }
-    bounds = {"ci": {"full": {"Ez": 0.05}}}  # measured 0.8-1.9 % over seeds 0-4 (README)
+    # ci: measured 0.8-1.9 % over seeds 0-4 (README); long: 4.0e-5 (seed 0), held to the 1e-4 (a slow test)
+    bounds = {"ci": {"full": {"Ez": 0.05}}, "long": {"full": {"Ez": 1e-4}}}
 
     def setup(self):
         c = self.config
