@@ -36,7 +36,8 @@ Training: Adam on few points a step (1024 interior, 256 in the source disc, 128 
 steps) for many steps (8000), with the loss terms weighted from their gradient norms every 500 steps
 (``training.balance``) and the window in two time slabs (``training.slabs``, each slab's start exactly the
 previous slab's final field); the ``ci`` preset (750 / 200 / 100 points) balances every 150 steps in one slab.  Presets: ``ci`` (under a minute on 2 CPU cores), ``quick``
-(the default, at most 15 minutes), ``long`` (at most 2 hours; 41 min measured, 2.3 / 2.2 / 2.2 % full), ``full`` (a GPU, not measured).
+(the default, at most 15 minutes), ``long`` (at most 2 hours; 100000 steps, 99 min measured, 1.62 / 1.83 / 1.55 %
+full), ``full`` (a GPU, not measured).
 
 Reference: a Yee FDTD solution (:mod:`elecsolver.reference.fdtd`), cached per configuration.
 """
@@ -95,8 +96,8 @@ class MaxwellPointSource2D(es.Problem):
                             "balance": {"every": 150, "alpha": 0.9}, "slabs": 1}},
         # the default: at most 15 minutes on 2 CPU cores
         "quick": {},
-        # at most 2 hours on 2 CPU cores (projected from the measured step times; not yet run to its end)
-        "long": {"training": {"steps": 60000, "log_every": 2000, "checkpoint_every": 4000,
+        # at most 2 hours on 2 CPU cores: 5931 s measured, full window 1.62 / 1.83 / 1.55 % (60000 steps: 2.3 / 2.2 / 2.2 %)
+        "long": {"training": {"steps": 100000, "log_every": 2000, "checkpoint_every": 4000,
                               "balance": {"every": 2000, "alpha": 0.9}}},
         # tuned for accuracy on a GPU (not yet measured on one)
         "full": {"network": {"width": 128, "depth": 5},
