@@ -16,12 +16,17 @@ from elecsolver.problems.helmholtz_square import HelmholtzSquare
 from elecsolver.problems.maxwell_point_source_2d import MaxwellPointSource2D
 
 
+def _rel_l2(tmp_path, problem: str, preset: str) -> dict:
+    """Run ``elecsolver run PROBLEM --preset PRESET`` and return its metrics.json relative L2 errors."""
+    out = tmp_path / preset
+    proc = run_cli("run", problem, "--preset", preset, "--out", str(out), "--quiet", timeout=3600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads((out / "metrics.json").read_text())["rel_l2"]
+
+
 @pytest.mark.slow
 def test_quick_preset_reaches_its_early_window_error(tmp_path):
-    out = tmp_path / "quick"
-    proc = run_cli("run", "maxwell-point-source-2d", "--preset", "quick", "--out", str(out), "--quiet", timeout=3600)
-    assert proc.returncode == 0, proc.stderr
-    rel = json.loads((out / "metrics.json").read_text())["rel_l2"]
+    rel = _rel_l2(tmp_path, "maxwell-point-source-2d", "quick")
     for window, fields in MaxwellPointSource2D.bounds["quick"].items():
         for field, bound in fields.items():
             assert rel[window][field] < bound, rel
@@ -29,8 +34,5 @@ def test_quick_preset_reaches_its_early_window_error(tmp_path):
 
 @pytest.mark.slow
 def test_helmholtz_long_preset_reaches_1e_4(tmp_path):
-    out = tmp_path / "long"
-    proc = run_cli("run", "helmholtz-square", "--preset", "long", "--out", str(out), "--quiet", timeout=3600)
-    assert proc.returncode == 0, proc.stderr
-    rel = json.loads((out / "metrics.json").read_text())["rel_l2"]
+    rel = _rel_l2(tmp_path, "helmholtz-square", "long")
     assert rel["full"]["Ez"] < HelmholtzSquare.bounds["long"]["full"]["Ez"] == 1e-4, rel
