@@ -12,8 +12,9 @@ sign follows MindSpore Elec (a source term S_H = +J on Hz in :mod:`elecsolver.ph
 textbook convention (Taflove & Hagness, 3rd ed., eq. 3.9) J = -M_z, a magnetic current density.  Zero
 initial fields, unbounded medium; the window [0, 1] m x [0, 1] m x [0, 4 ns] is computed.
 
-Scales: L = the window's larger side, T = L/c0, E0 = 0.0718 A/sigma (the peak of the quasi-static near
-field |E_phi| = A (1 - exp(-r^2/(2 sigma^2))) / (2 pi r) of the source, at r = 1.585 sigma), H0 = E0/eta0.
+Scales: L = the window's larger side, T = L/c0, E0 = 0.0718 A/max(sigma, 7.5 mm) (the peak of the quasi-static
+near field |E_phi| = A (1 - exp(-r^2/(2 sigma^2))) / (2 pi r) of the source, at r = 1.585 sigma, for a source at
+least 7.5 mm wide: the radiated field does not grow as a narrower source's peak does), H0 = E0/eta0.
 
 Free space is imitated by training on the window padded on every side, with the first-order Silver-Mueller
 condition on the outer edge (:class:`elecsolver.physics.SilverMueller`; E.tau = eta0 Hz in TEz); its
@@ -28,7 +29,8 @@ full window) for the default source (0.16 m a side) and by at most 0.077 % for s
 side gives 0.074 % here but 1.5 % for a source at (0.3, 0.3) m at 1.2 GHz).  With ``per_side = false``
 ``absorbing.padding`` is the padding of every side; the ``ci`` preset, scored on t <= 2.4 ns where no reflection
 has arrived (floor < 1e-5), uses 0.1 m.  Collocation points are
-dense in a disc of ``sampling.source_radius`` sigma around the source (a region of the domain), and the
+dense in a disc of ``sampling.source_radius`` sigma around the source (a region of the domain; with the near-field
+head at least 0.75 ``network.near_field_radius``, see :meth:`MaxwellPointSource2D.source_disc_radius`), and the
 network's E carries the quasi-static near field of the source (``network.near_field``, a head, see
 ``_near_field.py``).
 
@@ -55,7 +57,13 @@ from elecsolver.reference.cache import cached_arrays
 
 from ._near_field import QuasiStaticNearField
 
-__all__ = ["MaxwellPointSource2D", "near_field_scale"]
+__all__ = ["SCALE_SIGMA_MIN", "MaxwellPointSource2D", "near_field_scale"]
+
+# E0 is the near-field peak of a source at least this wide (m; lambda / 40 at 1 GHz): the quasi-static peak grows
+# as 1 / sigma, the radiated field that the network carries does not once sigma << lambda, so a narrower source
+# would only shrink the network's share in training units (2.5 mm: full 15.3 / 14.7 / 17.1 % with E0 at sigma,
+# see benchmarks/RESULTS.md, "Other sources without retuning")
+SCALE_SIGMA_MIN = 7.5e-3
 
 
 def near_field_scale(amplitude: float, sigma: float) -> float:
@@ -137,9 +145,10 @@ class MaxwellPointSource2D(es.Problem):
         self.domain = es.TimeDomain(box, 0.0, win["t"][1])
         self.pde = es.MaxwellTEz(sources=[es.Source("Hz", self.pulse, profile, src["amplitude"])])
         self.conditions = [es.SilverMueller(name="boundary"), es.Initial(weight=10.0)]
-        self.regions = {"source": es.Disk((src["x0"], src["y0"]), c["sampling"]["source_radius"] * src["sigma"])}
+        self.regions = {"source": es.Disk((src["x0"], src["y0"]), self.source_disc_radius())}
         length = max(win["x"][1] - win["x"][0], win["y"][1] - win["y"][0])
-        self.scales = es.Scales(length=length, E0=near_field_scale(src["amplitude"], src["sigma"]))
+        e0 = near_field_scale(src["amplitude"], max(src["sigma"], SCALE_SIGMA_MIN))
+        self.scales = es.Scales(length=length, E0=e0)
         self.output = es.GridSites({"x": np.linspace(*win["x"], out["nx"]), "y": np.linspace(*win["y"], out["ny"])})
         self.times = np.linspace(*win["t"], out["nt"])
         self.windows = {"early": float(self.times[out["early_frames"] - 1]), "full": None}
@@ -161,6 +170,30 @@ class MaxwellPointSource2D(es.Problem):
         path = C0 * (win["t"][1] - self.pulse.t0 + self.pulse.tau)
         d = (src["x0"] - win["x"][0], win["x"][1] - src["x0"], src["y0"] - win["y"][0], win["y"][1] - src["y0"])
         return tuple(max(pad, 0.5 * (path - di)) for di in d)
+
+    def source_disc_radius(self) -> float:
+        """Radius (m) of the disc of dense collocation points around the source.
+
+        ``sampling.source_radius`` sigma, and with the near-field head at least 0.75 ``network.near_field_radius``
+        (37.5 mm by default, 5 sigma of the default source): the head's cut-off chi leaves a residual on the scale
+        of its radius R that the network must cancel, whatever sigma is (``quick`` with a 2.5 mm source: full-window
+        errors 23.8 / 24.8 / 30.2 % with a 12.5 mm disc, 15.3 / 14.7 / 17.1 % with 37.5 mm; benchmarks/RESULTS.md,
+        "Other sources without retuning").
+
+        Raises
+        ------
+        ConfigError
+            If ``sampling.source_radius`` is not a positive number.
+        """
+        c = self.config
+        k = c["sampling"]["source_radius"]
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not k > 0:
+            raise es.ConfigError(f"sampling.source_radius must be a positive number (in units of source.sigma), "
+                                 f"got {k!r}")
+        radius = float(k) * c["source"]["sigma"]
+        if c["network"]["near_field"]:
+            radius = max(radius, 0.75 * c["network"]["near_field_radius"])
+        return radius
 
     def near_field(self) -> QuasiStaticNearField:
         """The near-field head in training units."""

@@ -64,3 +64,42 @@ def test_reference_follows_the_configuration(key, value):
     changed = MaxwellPointSource2D(apply_overrides(base.default_config(), [f"{key}={value}"]))
     a, b = base.reference().fields["Ex"], changed.reference().fields["Ex"]  # sigma shapes the near field of E
     assert np.linalg.norm(a - b) / np.linalg.norm(a) > 0.05
+
+
+def test_the_source_disc_covers_the_near_field_cut_off_whatever_sigma():
+    """The dense disc is 5 sigma, at least 0.75 of the near-field head's cut-off radius (where the network cancels
+    the head's tail): 37.5 mm for the default 7.5 mm source and for a 2.5 mm one, 50 mm for a 10 mm one, 5 sigma
+    without the head; a non-positive ``sampling.source_radius`` is refused (a boolean already by --set)."""
+    from elecsolver.config import ConfigError
+
+    cls = MaxwellPointSource2D
+
+    def radius(*sets):
+        return cls(apply_overrides(cls.preset_config("quick"), list(sets))).regions["source"].radius
+
+    assert radius() == pytest.approx(0.0375, rel=1e-12)
+    assert radius("source.sigma=2.5e-3") == pytest.approx(0.0375, rel=1e-12)
+    assert radius("source.sigma=1e-2") == pytest.approx(0.05, rel=1e-12)
+    assert radius("source.sigma=2.5e-3", "network.near_field=false") == pytest.approx(0.0125, rel=1e-12)
+    assert radius("source.sigma=2.5e-3", "network.near_field_radius=0.1") == pytest.approx(0.075, rel=1e-12)
+    for bad in ("0", "-1"):
+        with pytest.raises(ConfigError, match="sampling.source_radius must be a positive number"):
+            radius(f"sampling.source_radius={bad}")
+
+
+def test_the_field_scale_stops_growing_below_a_7p5_mm_source():
+    """E0 = 0.0718 A / max(sigma, 7.5 mm) V/m: the peak of the quasi-static near field (Faraday's law around a circle,
+    max_u (1 - exp(-u^2/2)) / u = 0.451256 at u = 1.585), taken no narrower than 7.5 mm; H0 = E0 / eta0."""
+    from elecsolver.problems.maxwell_point_source_2d import near_field_scale
+
+    from elecsolver.config import apply_overrides
+
+    def scales(*sets):
+        return MaxwellPointSource2D(apply_overrides(MaxwellPointSource2D.preset_config("quick"), list(sets))).scales
+
+    peak = 0.451256 / (2 * np.pi)  # 0.07182
+    assert near_field_scale(2.0, 0.01) == pytest.approx(2.0 * peak / 0.01, rel=1e-4)
+    assert scales().E0 == pytest.approx(peak / 7.5e-3, rel=1e-4)
+    assert scales("source.sigma=2.5e-3").E0 == pytest.approx(peak / 7.5e-3, rel=1e-4)
+    assert scales("source.sigma=1e-2", "source.amplitude=3.0").E0 == pytest.approx(3.0 * peak / 1e-2, rel=1e-4)
+    assert scales().H0 == pytest.approx(scales().E0 / 376.730313, rel=1e-6)
