@@ -41,7 +41,8 @@ DeepXDE's own loss report (``Model._test``, at the start and the last step of ``
 * ms/step: the median over windows of ``--window`` consecutive steps of the window's mean step time,
   the first 20 steps left out (elecsolver's first step compiles).  DeepXDE's step is
   ``on_epoch_begin`` to ``on_epoch_end`` of its training loop (less ``_test``), elecsolver's one
-  ``Trainer.train_step()``;
+  ``Trainer.advance()`` (the step with whatever ``Trainer.train`` runs around it: a balancing, a least-squares
+  solve, RAR / RAD, as configured);
 * total s: the training clock at the last step, warm-up and compilation included; warm-up s is
   the share of the first 20 steps;
 * the final relative L2 error, and the trace [(step, clock s, error)].
@@ -105,14 +106,6 @@ def build_elecsolver(spec: dict, compile_step: bool):
     config = apply_overrides(cls.preset_config("quick"), sets)
     problem = cls(config)
     trainer = Trainer(problem, progress=False)
-    # the timed loop (run_elecsolver) runs train_step, the finish and the least-squares solves; a schedule it does
-    # not run would be dropped without a word, so it is refused
-    unrun = [k for k, v in (("training.balance.every", trainer.options.balance["every"]),
-                            ("sampling.rar_every", problem.sampling.rar_every),
-                            ("sampling.rad_every", problem.sampling.rad_every)) if v]
-    if unrun:
-        raise SystemExit(f"--es-set {', '.join(unrun)}: this benchmark's timed loop does not run that schedule; "
-                         "leave it at 0")
     return problem, trainer
 
 
@@ -161,17 +154,10 @@ def run_elecsolver(spec: dict) -> dict:
     trace = [(0, 0.0, error())]
     step_s, losses = [], []
     excluded = 0.0
-    ls = trainer.options.least_squares
     start = time.perf_counter()
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
-        if step > main_steps and not trainer.in_finish:
-            if ls["before_finish"]:
-                trainer.least_squares()
-            trainer._enter_finish()  # the L-BFGS finish (--finish): as Trainer.train does
-        if ls["every"] and (step - 1) % ls["every"] == 0 and 0 < step - 1 < main_steps:
-            trainer.least_squares()  # as Trainer.train: before the step, every least_squares.every steps
-        loss, _ = trainer.train_step()
+        loss, _ = trainer.advance()  # Trainer.train's schedule: the finish, balancing, least squares, RAR / RAD
         t1 = time.perf_counter()
         if step <= main_steps:  # ms/step: Adam steps only
             step_s.append(t1 - t0)

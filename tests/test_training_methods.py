@@ -263,3 +263,35 @@ def test_bad_least_squares_before_finish_options_are_one_clear_error(ls, finish,
     cfg["training"]["least_squares"] = ls
     with pytest.raises(ConfigError, match=words):
         type(p)(cfg)
+
+
+def _every_schedule(slabs: bool = False):
+    """The small problem with every per-step schedule on: balancing, least squares (not with slabs, which refuse
+    it), RAR, RAD and an L-BFGS finish (3 Adam steps, then 2 finish steps; with slabs, the 3 Adam steps split 1 / 2
+    over two slabs, each slab with its finish)."""
+    p = small_problem(rar=True, rad=True, balance=True, least_squares=not slabs, finish=True, slabs=slabs)
+    cfg = p.config
+    if not slabs:
+        cfg["training"]["least_squares"]["before_finish"] = True
+    return type(p)(cfg)
+
+
+@pytest.mark.parametrize("slabs", [False, True])
+def test_a_loop_of_advance_trains_as_train(slabs):
+    """Trainer.advance (what a benchmark's own timed loop calls) runs the schedule Trainer.train runs around each
+    step: the same parameters, losses and balance weights bit for bit."""
+    flat = lambda t: torch.cat([p.detach().reshape(-1) for p in t.model.parameters()])  # noqa: E731
+    torch.manual_seed(0)
+    whole = Trainer(_every_schedule(slabs), progress=False)
+    whole.train()
+    torch.manual_seed(0)
+    stepped = Trainer(_every_schedule(slabs), progress=False)
+    total = whole.step
+    assert total == (3 + 2 * 2 if slabs else 3 + 2)  # 3 Adam steps (1 + 2 with slabs), each finish 2
+    losses = [stepped.advance()[0] for _ in range(total)]
+    assert stepped.step == total and torch.equal(flat(whole), flat(stepped))
+    assert torch.equal(whole.balance_weights, stepped.balance_weights)
+    assert np.isfinite(losses).all()
+    if slabs:
+        with pytest.raises(RuntimeError, match="every time slab"):
+            stepped.advance()

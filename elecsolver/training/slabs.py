@@ -223,6 +223,21 @@ class SlabTrainer:
                 return
             self._advance()
 
+    def advance(self) -> tuple[float, list[float]]:
+        """One step of the schedule (see :meth:`Trainer.advance`) in the current slab, moving on to the next slab
+        first when the current one has done its steps.
+
+        Raises
+        ------
+        RuntimeError
+            After the last slab's last step.
+        """
+        if self.trainer.step >= self.trainer.options.total_steps:
+            if self.slab == len(self.bounds) - 2:
+                raise RuntimeError("every time slab has done its steps")
+            self._advance()
+        return self.trainer.advance()
+
     def load_checkpoint(self, path=None) -> None:
         """Continue from the checkpoint of the slab it was written in (see :meth:`Trainer.load_checkpoint`).
 

@@ -373,6 +373,31 @@ class Trainer:
         return evaluate_fieldset(self.eval_model, self.problem, times, self.device, self.dtype, chunk)
 
     # loop ---------------------------------------------------------------------------------------
+    def advance(self) -> tuple[float, list[float]]:
+        """One step of the training schedule, as :meth:`train` runs it: the switch to the quasi-Newton finish
+        (after a least-squares solve, with ``training.least_squares.before_finish``), the loss balancing and the
+        least-squares solves due before the step, the optimizer step, then the adaptive refinement (RAR) and
+        redistribution (RAD) due after it.  Collective under data parallelism; returns what :meth:`train_step`
+        returns.  For loops of one's own (a benchmark timing every step) that must train as ``train`` does.
+        """
+        main = self.options.steps
+        balance_every, ls_every = self.options.balance["every"], self.options.least_squares["every"]
+        rar_every, rad_every = self.problem.sampling.rar_every, self.problem.sampling.rad_every
+        if self.step >= main and not self.in_finish:
+            if self.step == main and self.options.least_squares["before_finish"]:
+                self.least_squares()  # once, at the switch (a resume inside the finish does not redo it)
+            self._enter_finish()
+        if balance_every and self.step % balance_every == 0 and self.step < main:
+            self.balance()
+        if ls_every and self.step % ls_every == 0 and 0 < self.step < main:
+            self.least_squares()
+        loss, terms = self.train_step()
+        if rar_every and self.step % rar_every == 0 and self.step < main:
+            self.refine()
+        if rad_every and self.step % rad_every == 0 and self.step < main:
+            self.redistribute()
+        return loss, terms
+
     def train(self, stop_after: int | None = None) -> None:
         """Train up to ``training.steps`` plus the finish's (or up to step ``stop_after``, then checkpoint and
         return).
@@ -382,27 +407,13 @@ class Trainer:
         FloatingPointError
             If the loss stops being finite (the message says to lower training.lr).
         """
-        total, main = self.options.total_steps, self.options.steps
+        total = self.options.total_steps
         end = total if stop_after is None else min(stop_after, total)
         bar = self._progress_bar(end)
-        rar_every, rad_every = self.problem.sampling.rar_every, self.problem.sampling.rad_every
-        balance_every, ls_every = self.options.balance["every"], self.options.least_squares["every"]
         try:
             while self.step < end:
                 t0 = time.perf_counter()
-                if self.step >= main and not self.in_finish:
-                    if self.step == main and self.options.least_squares["before_finish"]:
-                        self.least_squares()  # once, at the switch (a resume inside the finish does not redo it)
-                    self._enter_finish()
-                if balance_every and self.step % balance_every == 0 and self.step < main:
-                    self.balance()
-                if ls_every and self.step % ls_every == 0 and 0 < self.step < main:
-                    self.least_squares()
-                loss, terms = self.train_step()
-                if rar_every and self.step % rar_every == 0 and self.step < main:
-                    self.refine()
-                if rad_every and self.step % rad_every == 0 and self.step < main:
-                    self.redistribute()
+                loss, terms = self.advance()
                 self.wall_s += time.perf_counter() - t0
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the loss became {loss} at step {self.step}; lower training.lr")
