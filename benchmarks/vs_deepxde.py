@@ -95,15 +95,24 @@ def build_elecsolver(spec: dict, compile_step: bool):
     from elecsolver.config import apply_overrides
 
     cls = get_problem_class("helmholtz-square")
-    own = spec["system"] == "elecsolver"  # elecsolver's own levers (its Adam steps, an L-BFGS finish)
-    steps = spec.get("es_steps") or spec["steps"] if own else spec["steps"]
-    sets = [f"training.steps={steps}", f"training.seed={spec['seed']}", "training.dtype=float32",
-            f"training.compile={str(compile_step).lower()}"]
+    own = spec["system"] == "elecsolver"  # elecsolver's own levers (its Adam steps, an L-BFGS finish, a preset)
+    preset = spec.get("es_preset") if own else None
+    if preset:  # a preset of elecsolver's own: its dtype, optimizer and steps unless --es-steps
+        sets = [f"training.seed={spec['seed']}"] + ([f"training.steps={spec['es_steps']}"] if spec.get("es_steps")
+                                                    else [])
+        config = cls.preset_config(preset)
+    else:  # DeepXDE's demo: float32, the steps given
+        steps = spec.get("es_steps") or spec["steps"] if own else spec["steps"]
+        sets = [f"training.steps={steps}", f"training.seed={spec['seed']}", "training.dtype=float32"]
+        config = cls.preset_config("quick")
     if own and spec.get("finish"):
         sets += ["training.finish.optimizer=lbfgs", f"training.finish.steps={spec['finish']}"]
     if own:
         sets += list(spec.get("es_set") or [])
-    config = apply_overrides(cls.preset_config("quick"), sets)
+    config = apply_overrides(config, sets)
+    # torch.compile compiles Adam's step; another optimizer (L-BFGS, a least-squares solve) runs eager
+    compile_step = compile_step and config["training"].get("optimizer", "adam") == "adam"
+    config = apply_overrides(config, [f"training.compile={str(compile_step).lower()}"])
     problem = cls(config)
     trainer = Trainer(problem, progress=False)
     return problem, trainer
@@ -332,6 +341,11 @@ def spread(values: list[float], spec: str) -> str:
     return f"{format(statistics.median(vals), spec)} [{format(min(vals), spec)}-{format(max(vals), spec)}]"
 
 
+def _median(values: list) -> float | None:
+    """The median, or None when any value is None (a run without a step time)."""
+    return None if any(v is None for v in values) else statistics.median(values)
+
+
 def time_to_reach(trace: list, target: float) -> tuple[int, float] | None:
     """(step, clock s) where the error first drops to ``target`` or below; None if it never does."""
     for step, clock, err in trace:
@@ -365,6 +379,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--es-set", action="append", default=[], metavar="KEY=VALUE",
                         help="elecsolver only: a configuration override, as `elecsolver run --set` (repeatable), e.g. "
                              "training.least_squares.every=50")
+    parser.add_argument("--es-preset", metavar="NAME",
+                        help="elecsolver only: run this helmholtz-square preset (its network, dtype, optimizer and "
+                             "steps; --es-steps / --es-set / --finish on top) instead of DeepXDE's demo, e.g. "
+                             "features (random features and one least-squares solve)")
     parser.add_argument("--json", metavar="PATH", help="also write every number (traces, step times) here")
     parser.add_argument("--from-json", metavar="PATH",
                         help="print the summary of the runs saved by an earlier --json (no new runs)")
@@ -391,12 +409,32 @@ def main(argv=None) -> dict:
     from elecsolver import __version__
 
     mode = "eager" if args.eager else "torch.compile"
+    if args.es_preset:  # the preset's own optimizer; only Adam's step is compiled
+        from elecsolver.problems import get_problem_class
+
+        opt = dict(get_problem_class("helmholtz-square").preset_config(args.es_preset)["training"])
+        for item in args.es_set:
+            key, _, value = item.partition("=")
+            if key == "training.optimizer":
+                opt["optimizer"] = value
+        if opt.get("optimizer", "adam") != "adam":
+            mode = f"eager (training.optimizer {opt['optimizer']})"
     print(f"torch {torch.__version__}, elecsolver {__version__}, CPU: {cpu_model()}, "
           f"python {platform.python_version()}", flush=True)
     print(f"helmholtz-square (DeepXDE's Helmholtz_Dirichlet_2d demo, hard constraint), float32, Adam lr 1e-3, "
           f"{args.steps} steps, {args.runs} run(s) per system interleaved (seed = run index), "
           f"{args.threads} thread(s) per run, elecsolver step: {mode}", flush=True)
-    if args.es_steps or args.finish or args.es_set:
+    if args.es_preset:
+        from elecsolver.problems import get_problem_class
+
+        t = get_problem_class("helmholtz-square").preset_config(args.es_preset)
+        net, tr = t["network"], t["training"]
+        print(f"elecsolver's own levers: preset {args.es_preset!r} (network {net['depth']} x {net['width']} "
+              f"{net['activation']}, init {net['init']}, {tr['dtype']}, optimizer {tr['optimizer']}, "
+              f"{args.es_steps or tr['steps']} step(s)"
+              + (f", then {args.finish} L-BFGS finish steps" if args.finish else "")
+              + (f"; --set {' '.join(args.es_set)}" if args.es_set else "") + "); DeepXDE: its demo", flush=True)
+    elif args.es_steps or args.finish or args.es_set:
         print(f"elecsolver's own levers: {args.es_steps or args.steps} Adam steps, then {args.finish} L-BFGS finish "
               "steps (strong Wolfe, 20 iterations each) on the last round's points"
               + (f"; --set {' '.join(args.es_set)}" if args.es_set else "") + "; DeepXDE: its demo", flush=True)
@@ -411,7 +449,7 @@ def main(argv=None) -> dict:
         for system in SYSTEMS:
             spec = {"system": system, "seed": i, "steps": args.steps, "threads": args.threads,
                     "eval_every": args.eval_every, "compile": not args.eager, "es_steps": args.es_steps,
-                    "finish": args.finish, "es_set": args.es_set}
+                    "finish": args.finish, "es_set": args.es_set, "es_preset": args.es_preset}
             r = saved["runs"][len(runs)] if saved else run_child(spec)
             r["ms_step"] = step_ms(r["step_s"], args.window)
             r["ms_step_fast"] = step_ms(r["step_s"], args.window, FAST_QUANTILE)
@@ -435,8 +473,9 @@ def main(argv=None) -> dict:
         c["loss_step0_rel_diff_eager"], c["loss_step0_rel_diff_run"] = rel_eager, rel_run
         print(f"  seed {d['spec']['seed']}: points {c['points']}; step-0 field on the grid: max |diff| "
               f"{c['grid_max_abs_diff_step0']:.1e} (max |u| {c['grid_max_abs_step0']:.1e}); step-0 loss DeepXDE "
-              f"{c['deepxde_loss_step0']:.6e}, elecsolver {ref:.6e} eager (rel diff {rel_eager:.1e}), "
-              f"{e['loss_step0']:.6e} in its run ({mode}, rel diff {rel_run:.1e})")
+              f"{c['deepxde_loss_step0']:.6e}, elecsolver {ref:.6e} eager (rel diff {rel_eager:.1e})"
+              + (f"; elecsolver then ran preset {args.es_preset!r}, its own network" if args.es_preset else
+                 f", {e['loss_step0']:.6e} in its run ({mode}, rel diff {rel_run:.1e})"))
         if not c["points_identical"]:
             notes.append(f"seed {d['spec']['seed']}: DeepXDE's training points are not elecsolver's ({c['points']})")
         if c["grid_max_abs_diff_step0"] > 1e-5 * max(1.0, c["grid_max_abs_step0"]):
@@ -450,25 +489,30 @@ def main(argv=None) -> dict:
     summary: dict = {}
     for s in SYSTEMS:
         rs = by[s]
-        summary[s] = {"ms_step_median": statistics.median(r["ms_step"] for r in rs),
-                      "ms_step_fast_median": statistics.median(r["ms_step_fast"] for r in rs),
+        summary[s] = {"ms_step_median": _median([r["ms_step"] for r in rs]),
+                      "ms_step_fast_median": _median([r["ms_step_fast"] for r in rs]),
                       "total_s_median": statistics.median(r["total_s"] for r in rs),
                       "final_rel_l2_median": statistics.median(r["final_rel_l2"] for r in rs)}
         print(f"{s:<10} {spread([r['ms_step'] for r in rs], '.3f'):>24} "
               f"{spread([r['ms_step_fast'] for r in rs], '.3f'):>24} "
               f"{spread([r['total_s'] for r in rs], '.2f'):>24} "
               f"{spread([r['final_rel_l2'] for r in rs], '.3e'):>30}")
-    speed = summary["deepxde"]["ms_step_median"] / summary["elecsolver"]["ms_step_median"]
-    pair_speed = [d["ms_step"] / e["ms_step"] for d, e in zip(by["deepxde"], by["elecsolver"])]
-    summary["step_ratio"] = speed
-    summary["step_ratio_pairs"] = pair_speed
-    print(f"\nstep throughput: elecsolver / DeepXDE = {speed:.2f}x (ratio of median ms/step; per pair "
-          f"{min(pair_speed):.2f}-{max(pair_speed):.2f}x); target >= {STEP_TARGET:g}x: "
-          f"{'met' if speed >= STEP_TARGET else 'not met'}")
-    fast = summary["deepxde"]["ms_step_fast_median"] / summary["elecsolver"]["ms_step_fast_median"]
-    summary["step_ratio_fast"] = fast
-    print(f"step throughput in the quiet phases (fast ms/step): {fast:.2f}x; target >= {STEP_TARGET:g}x: "
-          f"{'met' if fast >= STEP_TARGET else 'not met'}")
+    if summary["elecsolver"]["ms_step_median"] is None:  # e.g. one least-squares step: no step time to compare
+        summary["step_ratio"] = summary["step_ratio_fast"] = None
+        print(f"\nstep throughput: n/a (elecsolver ran {WARMUP_STEPS} steps or fewer, the warm-up left out of the "
+              "step time)")
+    else:
+        speed = summary["deepxde"]["ms_step_median"] / summary["elecsolver"]["ms_step_median"]
+        pair_speed = [d["ms_step"] / e["ms_step"] for d, e in zip(by["deepxde"], by["elecsolver"])]
+        summary["step_ratio"] = speed
+        summary["step_ratio_pairs"] = pair_speed
+        print(f"\nstep throughput: elecsolver / DeepXDE = {speed:.2f}x (ratio of median ms/step; per pair "
+              f"{min(pair_speed):.2f}-{max(pair_speed):.2f}x); target >= {STEP_TARGET:g}x: "
+              f"{'met' if speed >= STEP_TARGET else 'not met'}")
+        fast = summary["deepxde"]["ms_step_fast_median"] / summary["elecsolver"]["ms_step_fast_median"]
+        summary["step_ratio_fast"] = fast
+        print(f"step throughput in the quiet phases (fast ms/step): {fast:.2f}x; target >= {STEP_TARGET:g}x: "
+              f"{'met' if fast >= STEP_TARGET else 'not met'}")
 
     print(f"\ntime to DeepXDE's final error (elecsolver's clock at the first grid error <= DeepXDE's final one, "
           f"every {args.eval_every} steps):")
@@ -519,7 +563,7 @@ def main(argv=None) -> dict:
     print(f"  medians: DeepXDE {med_s['deepxde']:.1f} s, elecsolver {med_s['elecsolver']:.1f} s = {ratio_c:.3f} of "
           f"DeepXDE's median total; target <= {TIME_TARGET:g}: {'met' if ratio_c <= TIME_TARGET else 'not met'}; "
           f"the accuracy issue's <= {ACCURACY_TIME_TARGET:g}: {'met' if ratio_c <= ACCURACY_TIME_TARGET else 'not met'}")
-    if not args.eager:
+    if mode == "torch.compile":
         comp = [e["first_step_s"] for e in by["elecsolver"]]
         print(f"elecsolver's first step (compilation): {spread(comp, '.1f')} s, inside its total")
     if notes:
@@ -532,6 +576,7 @@ def main(argv=None) -> dict:
                     "runs": args.runs, "eval_every": args.eval_every, "window": args.window,
                     "warmup_steps": WARMUP_STEPS, "elecsolver_step": mode, "dtype": "float32",
                     "es_steps": args.es_steps, "finish": args.finish, "es_set": args.es_set,
+                    "es_preset": args.es_preset,
                     "targets": {"step_ratio_min": STEP_TARGET, "time_ratio_max": TIME_TARGET,
                                 "accuracy_time_ratio_max": ACCURACY_TIME_TARGET}},
            "runs": runs, "summary": summary, "notes": notes}

@@ -327,7 +327,12 @@ def _report(metrics: dict | None) -> None:
     if metrics and metrics.get("rel_l2"):
         rel = metrics["rel_l2"]
         print("relative L2 error  " + "  ".join(
-            f"{w}: " + ", ".join(f"{k} {v:.3%}" for k, v in rel[w].items()) for w in rel))
+            f"{w}: " + ", ".join(f"{k} {_percent(v)}" for k, v in rel[w].items()) for w in rel))
+
+
+def _percent(v: float) -> str:
+    """An error in %, three decimals; below 0.01 % in scientific notation (a random-feature solve reaches 1e-8)."""
+    return f"{v:.3%}" if not (0 < abs(v) < 1e-4) else f"{100 * v:.2e}%"
 
 
 def _guarded(fn) -> int:

@@ -5,7 +5,8 @@ OPTIONS_JSON: {"rar": true} turns on adaptive refinement every 2 steps; {"weight
 interior points unequal weights (the measure each stands for); {"compile": true} runs the compiled
 training step; {"rad": true} redistributes the points every 2 steps (RAD); {"finish": true} ends with
 an L-BFGS finish; {"balance": true} balances the loss terms every 2 steps;
-{"least_squares": true} solves the output layer every 2 steps; {"slabs": true} trains the window in two
+{"least_squares": true} solves the output layer every 2 steps; {"solve": true} makes every step such a solve
+(``training.optimizer = "least_squares"``); {"slabs": true} trains the window in two
 time slabs of 3 steps each (the run stops 2 steps into the second).
 Rank and world come from torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
 none: one process.  Rank 0 saves the loss curve and the final parameters.
@@ -31,7 +32,8 @@ SMALL = {
 
 def small_problem(hard_initial: bool = False, rar: bool = False, weights: bool = False,
                   compile: bool = False, rad: bool = False, finish: bool = False,
-                  balance: bool = False, least_squares: bool = False, slabs: bool = False) -> MaxwellPointSource2D:
+                  balance: bool = False, least_squares: bool = False, slabs: bool = False,
+                  solve: bool = False) -> MaxwellPointSource2D:
     cfg = merge(MaxwellPointSource2D.preset_config("ci"), SMALL)
     cfg["network"]["hard_initial"] = hard_initial
     cfg["training"]["compile"] = compile
@@ -43,6 +45,8 @@ def small_problem(hard_initial: bool = False, rar: bool = False, weights: bool =
         cfg["training"]["balance"] = {"every": 2, "alpha": 0.5}
     if least_squares:
         cfg["training"]["least_squares"] = {"every": 2, "ridge": 1e-6}
+    if solve:
+        cfg["training"].update(optimizer="least_squares", least_squares={"every": 0, "ridge": 1e-6})
     if slabs:
         cfg["training"].update(steps=6, slabs=2)
     if finish:  # 3 Adam steps, then 2 L-BFGS steps of 4 iterations on the points of step 2

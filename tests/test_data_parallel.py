@@ -71,9 +71,10 @@ def test_training_changes_parameters(single, tmp_path):
 
 
 @pytest.mark.parametrize("options", [{"rar": True}, {"rad": True}, {"finish": True}, {"balance": True},
-                                     {"least_squares": True}, {"slabs": True}, {"weights": True}, {"compile": True}],
+                                     {"least_squares": True}, {"solve": True}, {"slabs": True}, {"weights": True},
+                                     {"compile": True}],
                          ids=["adaptive-refinement", "adaptive-distribution", "lbfgs-finish", "loss-balancing",
-                              "least-squares", "time-slabs", "weighted", "compiled"])
+                              "least-squares", "least-squares-optimizer", "time-slabs", "weighted", "compiled"])
 def test_two_ranks_equal_one_process_with_rar_and_weights(tmp_path, options):
     """Adaptive refinement picks the global top-k on every rank, adaptive distribution draws the same points on
     every rank from the globally scored candidates; weighted losses use global sums; the

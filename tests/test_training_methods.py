@@ -295,3 +295,46 @@ def test_a_loop_of_advance_trains_as_train(slabs):
     if slabs:
         with pytest.raises(RuntimeError, match="every time slab"):
             stepped.advance()
+
+
+def test_the_least_squares_optimizer_solves_the_output_layer_every_step():
+    """training.optimizer = "least_squares": each step is a solve on that step's points (points redrawn every
+    3 steps here), the hidden layers keep their initial weights, the output layer's gradient is zero to round-off
+    after each step, and the logged loss is the solve's minimum."""
+    from elecsolver.training.least_squares import output_layer
+
+    p = small_problem(hard_initial=True, solve=True)
+    p.config["training"]["least_squares"]["ridge"] = 0.0  # the plain minimum (a ridge moves it off zero gradient)
+    torch.manual_seed(0)
+    trainer = Trainer(type(p)(p.config), progress=False)
+    last = set(output_layer(trainer.model))
+    before = {n: q.detach().clone() for n, q in trainer.model.named_parameters()}
+    g0, loss0 = _output_layer_gradient(trainer)
+    solves = []
+    plain = trainer.least_squares
+    trainer.least_squares = lambda: solves.append(plain()) or solves[-1]
+    for k in range(4):
+        loss, _ = trainer.advance()
+        trainer.step -= 1  # the gradient on the points that step solved on (step 3 draws new ones)
+        g, after = _output_layer_gradient(trainer)
+        trainer.step += 1
+        assert g < 1e-8 * g0, (k, g, g0)
+        assert loss == pytest.approx(solves[-1]["loss_after"], rel=1e-8) == pytest.approx(after, rel=1e-10)
+    assert len(solves) == 4 and solves[0]["loss_after"] < 0.9 * loss0
+    for n, q in trainer.model.named_parameters():
+        assert torch.equal(q.detach(), before[n]) == (n not in last), n
+    assert trainer.stepper.lr == 0.0 and trainer.optimizer is None
+
+
+def test_the_least_squares_optimizer_is_refused_where_it_cannot_run():
+    p = small_problem(solve=True)
+    cfg = p.config
+    cfg["training"].update(steps=4, slabs=2)
+    with pytest.raises(ConfigError, match="does not combine with training.least_squares"):
+        type(p)(cfg)
+    cfg["training"].update(slabs=1, compile=True)
+    with pytest.raises(ConfigError, match="compiles Adam's update"):
+        type(p)(cfg)
+    cfg["training"].update(compile=False, optimizer="sgd")
+    with pytest.raises(ConfigError, match="least_squares"):  # the error lists the names, this one among them
+        type(p)(cfg)

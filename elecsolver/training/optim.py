@@ -7,6 +7,14 @@
   Optimization*, 2nd ed., 2006, alg. 7.5 and sec. 3.1), ``training.lbfgs.max_iter`` inner iterations and
   a history of ``training.lbfgs.history`` per training step, on the points of the current round; also the
   optimizer of the quasi-Newton finish (``training.finish``).
+- "least_squares" (:data:`SOLVERS`): no gradient step; every training step solves the output layer by least
+  squares on that step's points with the hidden layers held as they are (:meth:`Trainer.least_squares
+  <elecsolver.training.trainer.Trainer.least_squares>`), for a linear problem.  From the random initial
+  weights this is the random-feature method, the extreme learning machine of Dong & Li (Comput. Methods Appl.
+  Mech. Engrg. 387 (2021) 114129): one step is one linear solve, and with features that resolve the field
+  (e.g. ``network.init="siren"`` with ``network.first_omega`` a few times the wavenumber times the domain's
+  size) it reaches round-off-limited errors on smooth problems (helmholtz-square's ``features`` preset).  The
+  learning rate and schedule do not apply; an L-BFGS finish (``training.finish``) may follow.
 
 Schedules map the step k of ``steps`` to a learning-rate factor: "exponential" decays from lr to
 lr_final as (lr_final/lr)^(k/steps); "constant" keeps lr.
@@ -18,7 +26,7 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["OPTIMIZERS", "SCHEDULES", "make_optimizer", "make_schedule"]
+__all__ = ["OPTIMIZERS", "SCHEDULES", "SOLVERS", "make_optimizer", "make_schedule"]
 
 
 def _adam(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
@@ -37,6 +45,8 @@ def _lbfgs(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
 
 
 OPTIMIZERS: dict[str, Callable] = {"adam": _adam, "lbfgs": _lbfgs}
+# training.optimizer names whose step is a linear solve, run by the Trainer itself (no torch optimizer)
+SOLVERS = ("least_squares",)
 
 SCHEDULES: dict[str, Callable[[float, int], Callable[[int], float]]] = {
     "exponential": lambda ratio, steps: (lambda k: ratio ** (min(k, steps) / steps)),

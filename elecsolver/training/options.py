@@ -128,7 +128,7 @@ class TrainingOptions:
         ConfigError
             Naming the first bad entry and what to use instead.
         """
-        from .optim import OPTIMIZERS, SCHEDULES
+        from .optim import OPTIMIZERS, SCHEDULES, SOLVERS
 
         o = _build(cls, config, "training")
         _at_least("training", "steps", o.steps, 1)
@@ -138,8 +138,9 @@ class TrainingOptions:
             raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {o.dtype!r}")
         if o.derivatives not in ("jet", "autograd"):
             raise ConfigError(f"training.derivatives must be 'jet' or 'autograd', got {o.derivatives!r}")
-        if o.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"training.optimizer must be one of {sorted(OPTIMIZERS)}, got {o.optimizer!r}")
+        if o.optimizer not in OPTIMIZERS and o.optimizer not in SOLVERS:
+            raise ConfigError(f"training.optimizer must be one of {sorted(OPTIMIZERS) + list(SOLVERS)}, got "
+                              f"{o.optimizer!r}")
         if o.schedule not in SCHEDULES:
             raise ConfigError(f"training.schedule must be one of {sorted(SCHEDULES)}, got {o.schedule!r}")
         if not (o.lr > 0 and o.lr_final > 0):
@@ -207,7 +208,7 @@ class TrainingOptions:
                 raise ConfigError(f"{what}: {len(share)} shares for {o.slabs} slab(s); set training.slabs="
                                   f"{len(share)} or give {o.slabs} shares")
             object.__setattr__(o, "slab_share", [float(w) for w in share])
-        if o.slabs > 1 and (ls["every"] or ls["before_finish"]):
+        if o.slabs > 1 and (ls["every"] or ls["before_finish"] or o.optimizer == "least_squares"):
             raise ConfigError("training.slabs > 1 does not combine with training.least_squares (the solve needs the "
                               "network's last layer, which a slab's network holds twice); set one of them off")
         if o.compile and o.derivatives != "jet":

@@ -128,23 +128,28 @@ class Trainer:
         if ctx.make_forward_backward is not None:
             forward_backward = ctx.make_forward_backward(self.constraints, problem.inputs, problem.outputs,
                                                          self.options.derivatives)
-        self.stepper = Step(self.params, self.options, self._terms_fn, self._batches_now, ctx.sync_gradients,
-                            ctx.all_reduce_sum, check_gradients, forward_backward=forward_backward,
-                            make_optimizer=ctx.make_optimizer, loss_scaler=ctx.loss_scaler, autocast=ctx.autocast,
-                            optimizer_state_dict=ctx.optimizer_state_dict)
+        if self.options.optimizer == "least_squares":
+            self.stepper = _SolveStep(self)
+        else:
+            self.stepper = Step(self.params, self.options, self._terms_fn, self._batches_now, ctx.sync_gradients,
+                                ctx.all_reduce_sum, check_gradients, forward_backward=forward_backward,
+                                make_optimizer=ctx.make_optimizer, loss_scaler=ctx.loss_scaler,
+                                autocast=ctx.autocast, optimizer_state_dict=ctx.optimizer_state_dict)
         self.main_stepper = self.stepper
         if self.options.finish_steps:
             self._check_finish(forward_backward)
-        ls_on = bool(self.options.least_squares["every"] or self.options.least_squares["before_finish"])
+        ls_on = bool(self.options.least_squares["every"] or self.options.least_squares["before_finish"]
+                     or self.options.optimizer == "least_squares")
         if ls_on and problem.subdomains:
             raise ConfigError("training.least_squares does not combine with subdomains (their level-set features "
                               "take reverse-mode derivatives inside the network, which the solve's forward-mode "
                               "Jacobian cannot pass through); set training.least_squares.every=0 and "
-                              "before_finish=false")
+                              "before_finish=false (and training.optimizer not 'least_squares')")
         if ls_on and (ctx.model_parallel > 1 or forward_backward is not None or ctx.make_optimizer is not None):
             raise ConfigError("training.least_squares (the output layer by least squares) does not combine with "
                               "tensor or pipeline parallelism or ZeRO (each rank must hold the whole layer); set "
-                              "training.least_squares.every=0 and before_finish=false")
+                              "training.least_squares.every=0 and before_finish=false (and training.optimizer not "
+                              "'least_squares')")
         self._forward_backward = forward_backward
         self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
@@ -551,6 +556,33 @@ class Trainer:
         self.step, self.wall_s = state["step"], state["wall_s"]
         self.points_processed, self.history = state["points_processed"], state["history"]
         self._eval_model = None
+
+
+class _SolveStep:
+    """The step of ``training.optimizer = "least_squares"``: the output layer solved by least squares on the step's
+    points (:meth:`Trainer.least_squares`, collective), no gradient step; the interface of
+    :class:`~elecsolver.training.step.Step` (returns the global loss terms after the solve)."""
+
+    optimizer = None
+    skipped = 0
+    lr = 0.0  # no learning rate: logged as 0
+
+    def __init__(self, trainer: Trainer):
+        self.trainer = trainer
+        self.local_terms: torch.Tensor | None = None
+
+    def __call__(self) -> list[float]:
+        tr = self.trainer
+        tr.least_squares()
+        terms = tr._terms_fn(tr._batches_now()).detach()
+        self.local_terms = terms.clone()
+        return tr.ctx.all_reduce_sum(terms.clone()).tolist()
+
+    def state_dict(self) -> dict:
+        return {"optimizer": None, "scheduler": None, "skipped": 0}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
 
 
 def _diff_keys(a, b, prefix: str = "") -> list[str]:
