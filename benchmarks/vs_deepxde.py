@@ -6,6 +6,8 @@
     python benchmarks/vs_deepxde.py --runs 3 --es-steps 500 --finish 40   # elecsolver: Adam, then an L-BFGS finish
     python benchmarks/vs_deepxde.py --es-set training.lr=3e-3 --es-set training.least_squares.every=100
                                                                   # elecsolver with settings of its own (as --set)
+    python benchmarks/vs_deepxde.py --runs 3 --es-preset features  # elecsolver: a preset of its own (here random
+                                                                  # features and one least-squares solve)
 
 Needs DeepXDE (``pip install -e .[bench]`` or ``pip install deepxde``); it runs on its pytorch backend (``DDE_BACKEND=pytorch``).
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import logging
 import os
 import sys
@@ -275,6 +276,7 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     from .training.trainer import Trainer
 
     out = Path(out)
+    _refuse_other_problems_outputs(out, problem.name)
     options = ParallelOptions.coerce(parallel)
     options.validate(problem.training, launched_world_size())  # one clear line before any rank waits for another
     comm, info, dev = init_data_parallel(device, timeout_s=options.timeout_s)
@@ -296,6 +298,9 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         if resume:
             trainer.load_checkpoint()  # this rank's shard file under tp / pp
             log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.total_steps)
+            if stop_after is not None and stop_after <= trainer.step:  # the same on every rank
+                raise ConfigError(f"--stop-after {stop_after} is at or before the checkpoint's step {trainer.step}: "
+                                  "nothing to train; give a later step, or leave --stop-after out to finish the run")
         if options.profile:
             from .parallel.profiling import profile_steps
 
@@ -303,6 +308,9 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         trainer.train(stop_after=stop_after)
         if trainer.step < problem.training.total_steps:
             log.info("stopped at step %d; continue with --resume", trainer.step)
+            if context.is_writer and quiet:  # --quiet hides the log line; say it once on stdout
+                print(f"stopped at step {trainer.step} of {problem.training.total_steps}; continue with --resume",
+                      flush=True)
             return None
         trainer.gather()  # collective: the writer evaluates a one-device copy of a sharded or split network
         metrics = export_run(trainer, reference, out, preset or type(problem).default_preset) \
@@ -311,6 +319,20 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         return metrics
     finally:  # no closing barrier while an exception propagates: the other ranks may never arrive
         shutdown(clean=sys.exc_info()[0] is None)
+
+
+def _refuse_other_problems_outputs(out: Path, name: str) -> None:
+    """Refuse an output folder that holds another problem's finished run (its metrics.json names it): the new run's
+    files would replace some of the old ones and leave the rest (snapshots of other fields and times) beside them."""
+    from .config import ConfigError
+
+    try:
+        other = json.loads((out / "metrics.json").read_text()).get("problem")
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(other, str) and other != name:
+        raise ConfigError(f"--out {out} holds the outputs of another problem ({other!r}); give {name!r} a folder of "
+                          "its own, or delete that one first")
 
 
 def run(args, cls=None) -> dict | None:

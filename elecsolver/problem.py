@@ -614,7 +614,22 @@ class Problem:
             return None
 
         pts = torch.as_tensor(self._template().points(), dtype=torch.float64)
-        return self.output_fieldset(self.channels(self.exact(*pts.T), pts.shape[0]).numpy(), si=True)
+        name = f"{type(self).__name__}.exact"
+        try:
+            values = self.exact(*pts.T)
+        except TypeError as exc:  # most often a signature that does not match the inputs
+            raise ConfigError(f"{name} is called as exact({', '.join(self.inputs)}) with the SI coordinates as torch "
+                              f"tensors, and that call failed: {exc}") from None
+        if not isinstance(values, Mapping):
+            if len(self.fields) != 1 or not isinstance(values, (torch.Tensor, np.ndarray, int, float, complex)):
+                raise ConfigError(f"{name} must return a dict {{field: tensor}} for the fields {self.fields} (a "
+                                  f"tensor alone for a problem of one field), got {type(values).__name__}")
+            values = {self.fields[0]: values}
+        try:
+            columns = self.channels(values, pts.shape[0])
+        except (ValueError, RuntimeError) as exc:  # unknown names, complex for real, a shape that does not broadcast
+            raise ConfigError(f"{name} returned {exc}") from None
+        return self.output_fieldset(columns.numpy(), si=True)
 
     def _template(self, times: np.ndarray | None = None):
         """A one-field FieldSet on the output sites and ``times`` (default the problem's): its points() order."""

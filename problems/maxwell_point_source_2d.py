@@ -133,6 +133,12 @@ class MaxwellPointSource2D(es.Problem):
                 raise es.ConfigError(f"window.{axis} must be [lower, upper] with upper > lower, got {win[axis]}")
         if win["t"][0] != 0.0:
             raise es.ConfigError("window.t must start at 0 (zero initial fields at t = 0)")
+        for axis in ("x", "y"):  # the errors are scored on the window: a source outside it is not this problem
+            lo, hi = win[axis]
+            at = src[f"{axis}0"]
+            if not lo < at < hi:
+                raise es.ConfigError(f"source.{axis}0 = {at!r} m lies outside window.{axis} = [{lo}, {hi}] m; put "
+                                     "the source inside the window (or widen the window)")
         if pad < 0 or c["network"]["near_field_radius"] <= 0:
             raise es.ConfigError("absorbing.padding must be >= 0 m and network.near_field_radius > 0 m")
         if not (2 <= out["nx"] and 2 <= out["ny"] and 1 <= out["early_frames"] <= out["nt"]):

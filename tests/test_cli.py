@@ -112,10 +112,15 @@ def test_resume_gives_the_uninterrupted_parameters(tmp_path):
 def test_resume_with_other_configuration_is_refused(tmp_path):
     out = tmp_path / "o"
     common = ["run", PROBLEM, "--preset", "ci", "--quiet", "--out", str(out)]
-    assert run_cli(*common, "--steps", "4", "--stop-after", "2").returncode == 0
+    first = run_cli(*common, "--steps", "4", "--stop-after", "2")
+    assert first.returncode == 0 and "stopped at step 2 of 4; continue with --resume" in first.stdout
     proc = run_cli(*common, "--steps", "4", "--resume", "--set", "source.sigma=2.5e-3")
     assert proc.returncode == 2
     assert "source.sigma" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    # a --stop-after the checkpoint has passed: one line, not a silent exit
+    proc = run_cli(*common, "--steps", "4", "--resume", "--stop-after", "1")
+    assert proc.returncode == 2 and "at or before the checkpoint's step 2" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("args,message", [
@@ -131,6 +136,8 @@ def test_resume_with_other_configuration_is_refused(tmp_path):
     (["run", PROBLEM, "--steps", "ten"], "invalid int value"),
     (["run", PROBLEM, "--resume"], "no checkpoint"),
     (["run", PROBLEM, "--device", "tpu"], "--device"),
+    (["run", PROBLEM, "--set", "source.x0=5"], "source.x0 = 5.0 m lies outside window.x"),
+    (["run", PROBLEM, "--set", "source.y0=-0.2"], "source.y0 = -0.2 m lies outside window.y"),
 ])
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, message):
     out = tmp_path / "o"
@@ -181,3 +188,17 @@ def test_a_problem_file_imports_the_files_beside_it_and_a_missing_import_is_one_
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     with pytest.raises(UsageError, match="No module named 'no_such_module_here'.*on the import path"):
         load_problem_class(str(tmp_path / "broken.py"))
+
+
+def test_an_output_folder_of_another_problem_is_refused(tmp_path):
+    """Training problem B into the folder of a finished run of problem A would replace some of A's files and leave
+    the others (A's snapshots) beside B's: one line, exit 2, A's files untouched."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "metrics.json").write_text(json.dumps({"problem": "helmholtz-square"}))
+    (out / "Ez.png").write_bytes(b"png")
+    proc = run_cli("run", PROBLEM, "--preset", "ci", "--steps", "2", "--quiet", "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds the outputs of another problem ('helmholtz-square')" in lines[0]
+    assert sorted(p.name for p in out.iterdir()) == ["Ez.png", "metrics.json"]

@@ -117,3 +117,20 @@ def test_cli_compile_flag(tmp_path):
     from elecsolver.io.hdf5 import read_fields
 
     assert read_fields(out / "fields.h5")["attrs"]["config"]["training"]["compile"] is True
+
+
+def test_compile_without_a_cxx_compiler_is_one_clear_error(monkeypatch):
+    """On the CPU torch.compile generates C++: without a compiler the Trainer refuses before any step, naming the
+    fix, instead of failing inside the first step's code generation."""
+    import shutil
+
+    from elecsolver.training import trainer as trainer_module
+
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    assert trainer_module.cxx_compiler() is None
+    with pytest.raises(ConfigError, match="needs a C\\+\\+ compiler.*training.compile=false"):
+        _helmholtz(True)
+    _helmholtz(False)  # eager needs none
+    monkeypatch.setenv("CXX", "/no/such/compiler")
+    assert trainer_module.cxx_compiler() is None

@@ -38,6 +38,19 @@ class Cavity(es.Problem):
                 "Hz": torch.cos(math.pi * x) * torch.cos(math.pi * y) * torch.cos(w * tt) / es.ETA0}
 
 
+@pytest.mark.parametrize(("exact", "words"), [
+    (lambda self, x, y: {"Ex": x}, r"called as exact\(x, y, t\) with the SI coordinates"),
+    (lambda self, x, y, t: {"Eyy": x}, r"returned values for \['Eyy'\], which are no fields of"),
+    (lambda self, x, y, t: [x, y], "must return a dict {field: tensor}"),
+])
+def test_a_wrong_exact_is_one_clear_error(exact, words):
+    """A user's exact() with the wrong signature, field names or return type: a ConfigError (exit 2 from the CLI)
+    that says what the call expects, not a traceback from deep inside."""
+    bad = type("BadExact", (Cavity,), {"exact": exact})
+    with pytest.raises(es.ConfigError, match=words):
+        bad().reference()
+
+
 def test_declaration_gives_inputs_units_terms_and_loss_weights():
     p = Cavity()
     assert p.inputs == ("x", "y", "t") and p.outputs == ("Ex", "Ey", "Hz")

@@ -18,6 +18,8 @@ tetra10) are used through their corner nodes (straight-sided).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -186,17 +188,20 @@ class MeshDomain(Domain):
         import meshio
 
         name = os.fspath(path)
+        said = io.StringIO()  # meshio prints its readers' complaints before it exits: they go into our one error
         try:
-            try:
-                mesh = meshio.read(name)
-            except ValueError as exc:
-                if "gmsh:physical" not in str(exc) or not _MESHIO_PATCHABLE:
-                    raise
-                mesh = _read_gmsh41_partial_groups(name)
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+                try:
+                    mesh = meshio.read(name)
+                except ValueError as exc:
+                    if "gmsh:physical" not in str(exc) or not _MESHIO_PATCHABLE:
+                        raise
+                    mesh = _read_gmsh41_partial_groups(name)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 (meshio raises many types and may sys.exit() on bad XDMF)
             msg = str(exc) or type(exc).__name__
             if isinstance(exc, SystemExit):
-                msg = f"meshio could not parse it (it exited with status {exc.code})"
+                told = "; ".join(line.strip() for line in said.getvalue().splitlines() if line.strip())
+                msg = f"meshio could not parse it ({told or f'it exited with status {exc.code}'})"
             raise ValueError(f"cannot read mesh file {name!r}: {msg}") from None
         try:
             return cls._from_meshio(mesh, name, domain_group, boundary_groups, cell_data_key)

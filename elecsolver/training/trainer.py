@@ -117,6 +117,11 @@ class Trainer:
                              self.ctx.world, spatial, self.dtype, self.device, shard_sizes)
         self._terms_fn = self._terms
         if self.options.compile:
+            if self.device.type == "cpu" and not cxx_compiler():
+                raise ConfigError("training.compile (--compile, or a preset that sets it, such as the point source's "
+                                  "ci) runs torch.compile, which on the CPU needs a C++ compiler, and none was found "
+                                  "($CXX, g++, c++ or clang++); install one (tools/setup.sh does, as root) or run "
+                                  "eager with --set training.compile=false")
             self._terms_fn = torch.compile(self._terms, fullgraph=True)
         # the gradient-norm weights of the loss terms (training.balance), 1 until the first balance
         self.balance_weights = torch.ones(len(self.constraints), dtype=torch.float64)
@@ -583,6 +588,17 @@ class _SolveStep:
 
     def load_state_dict(self, state: dict) -> None:
         pass
+
+
+def cxx_compiler() -> str | None:
+    """The C++ compiler torch.compile's CPU code generation would use: ``$CXX`` if set, else the first of g++, c++,
+    clang++ on the PATH; None if there is none."""
+    import shutil
+
+    cxx = os.environ.get("CXX")
+    if cxx:
+        return shutil.which(cxx) or None
+    return next((path for name in ("g++", "c++", "clang++") if (path := shutil.which(name))), None)
 
 
 def _diff_keys(a, b, prefix: str = "") -> list[str]:
