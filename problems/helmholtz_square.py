@@ -10,7 +10,10 @@ and 4n boundary points (the residual is also taken at the boundary points, ``sam
 3 hidden layers of 150 with sin activation, Glorot-uniform weights, Adam at 1e-3 for 5000 steps.  The
 hard-constraint variant (default) is Ez = x (a - x) y (a - y) N(x, y) (a :class:`~elecsolver.networks.HardDirichlet`
 head, unnormalised as in DeepXDE), so only the PDE residual is trained; ``--preset soft`` puts the boundary
-points in the loss with weight 100 instead.  The Laplacian travels as one summed jet channel.
+points in the loss with weight 100 instead.  The Laplacian travels as one summed jet channel.  ``--preset
+features`` is the random-feature method instead of gradient training: 300 sin features kept as initialised and
+one least-squares solve of the output layer (``training.optimizer = "least_squares"``; Dong & Li, Comput. Methods
+Appl. Mech. Engrg. 387 (2021) 114129).
 
 Error: relative L2 over the 101 x 101 grid of the square (edges included) against the exact solution.
 The problem is O(1) in SI units, so the scales are L = 1 m and E0 = 1 V/m.
