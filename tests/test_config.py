@@ -23,8 +23,12 @@ def test_overrides_parse_json_and_keep_types():
     # every key the training block reads has a default, so --set reaches it (least_squares.before_finish had none)
     cfg = apply_overrides(base, ["training.least_squares.before_finish=true", "training.finish.optimizer=lbfgs",
                                  "training.finish.steps=3", "training.slabs=1"])
-    assert cfg["training"]["least_squares"] == {"every": 0, "ridge": 1e-6, "before_finish": True}
-    MaxwellPointSource2D(cfg)  # and the training block accepts it
+    assert cfg["training"]["least_squares"] == {"every": 0, "ridge": None, "before_finish": True}
+    p = MaxwellPointSource2D(cfg)  # and the training block accepts it
+    # the ridge's default: 1e-6 for solves between gradient steps, 0 where every step is a solve
+    assert p.training.least_squares["ridge"] == 1e-6
+    solve = MaxwellPointSource2D(apply_overrides(base, ["training.optimizer=least_squares", "training.slabs=1"]))
+    assert solve.training.least_squares["ridge"] == 0.0
 
 
 @pytest.mark.parametrize("item,match", [
@@ -40,6 +44,18 @@ def test_overrides_parse_json_and_keep_types():
 def test_bad_overrides(item, match):
     with pytest.raises(ConfigError, match=match):
         apply_overrides(MaxwellPointSource2D.preset_config("ci"), [item])
+
+
+@pytest.mark.parametrize("omega", ["0", "-5", "NaN"])
+def test_a_bad_first_omega_is_one_clear_error(omega):
+    """network.first_omega scales the first layer's initial weights: zero, negative or NaN is refused
+    (zero trained nothing, a negative value crashed inside torch's initialiser)."""
+    cfg = apply_overrides(MaxwellPointSource2D.preset_config("ci"), [f"network.first_omega={omega}"]) \
+        if omega != "NaN" else {**MaxwellPointSource2D.preset_config("ci")}
+    if omega == "NaN":
+        cfg["network"] = {**cfg["network"], "first_omega": float("nan")}
+    with pytest.raises(ConfigError, match="network.first_omega must be a finite number > 0"):
+        MaxwellPointSource2D(cfg)
 
 
 def test_unknown_preset():

@@ -183,7 +183,7 @@ def test_a_slab_share_moves_the_switch():
     (0, {}, "training.slabs must be an integer in"),
     (7, {}, "training.slabs must be an integer in"),
     (True, {}, "training.slabs must be an integer in"),
-    (2, {"least_squares": {"every": 2, "ridge": 1e-6}}, "does not combine with training.least_squares"),
+    (2, {"least_squares": {"every": 2, "ridge": 1e-6}}, "does not combine with a least-squares solve"),
     (2, {"slab_share": [1.0]}, r"training.slab_share must be null.*1 shares for 2 slab\(s\); set training.slabs=1"),
     (1, {"slab_share": [0.7, 0.3]}, r"2 shares for 1 slab\(s\); set training.slabs=2"),
     (2, {"slab_share": [1.0, 0.0]}, "training.slab_share must be null.*finite number > 0"),

@@ -154,7 +154,8 @@ def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batc
         if float(stats[world:].max()) > 1e-6:
             raise ConfigError("training.least_squares: the loss is not quadratic in the output layer (a nonlinear "
                               "PDE, condition or head), so it cannot be solved for; set "
-                              "training.least_squares.every=0")
+                              "training.least_squares.every=0 and before_finish=false, and a gradient optimizer "
+                              "(training.optimizer='adam') if it is 'least_squares'")
         with torch.no_grad():
             for n, t in zip(names, new):
                 params[n].copy_(t)

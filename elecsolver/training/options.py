@@ -31,7 +31,7 @@ BASE_CONFIG: dict = {
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
-                 "least_squares": {"every": 0, "ridge": 1e-6, "before_finish": False}, "slabs": 1, "slab_share": None,
+                 "least_squares": {"every": 0, "ridge": None, "before_finish": False}, "slabs": 1, "slab_share": None,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
 }
 
@@ -174,7 +174,9 @@ class TrainingOptions:
                 and 0 <= balance["alpha"] < 1):
             raise ConfigError(f"training.balance.alpha must be a number in [0, 1), got {balance['alpha']!r}")
         object.__setattr__(o, "balance", balance)
-        ls = {"every": 0, "ridge": 1e-6, "before_finish": False, **(o.least_squares or {})}
+        ls = {"every": 0, "ridge": None, "before_finish": False, **(o.least_squares or {})}
+        if ls["ridge"] is None:  # solves between gradient steps keep the layer bounded; a solve alone wants none
+            ls["ridge"] = 0.0 if o.optimizer == "least_squares" else 1e-6
         if set(ls) != {"every", "ridge", "before_finish"}:
             raise ConfigError(f"training.least_squares must be {{'every': K, 'ridge': r, 'before_finish': false}}, "
                               f"got {o.least_squares!r}")
@@ -190,6 +192,12 @@ class TrainingOptions:
                               "quasi-Newton finish, but there is none: set training.finish.optimizer=lbfgs and "
                               "training.finish.steps=N, or least_squares.before_finish=false")
         object.__setattr__(o, "least_squares", ls)
+        if isinstance(o.slabs, int) and o.slabs > 1 and (ls["every"] or ls["before_finish"]
+                                                          or o.optimizer == "least_squares"):
+            raise ConfigError("training.slabs > 1 does not combine with a least-squares solve of the output layer "
+                              "(training.least_squares, or training.optimizer='least_squares'; the solve needs the "
+                              "network's last layer, which a slab's network holds twice): set training.slabs=1, or "
+                              "least_squares.every=0 / before_finish=false and an optimizer such as 'adam'")
         if not (isinstance(o.slabs, int) and not isinstance(o.slabs, bool) and 1 <= o.slabs <= o.steps):
             raise ConfigError(f"training.slabs must be an integer in [1, training.steps={o.steps}] (at least one "
                               f"step a slab; 1: the whole time window at once), got {o.slabs!r}: give more --steps or "
@@ -208,9 +216,7 @@ class TrainingOptions:
                 raise ConfigError(f"{what}: {len(share)} shares for {o.slabs} slab(s); set training.slabs="
                                   f"{len(share)} or give {o.slabs} shares")
             object.__setattr__(o, "slab_share", [float(w) for w in share])
-        if o.slabs > 1 and (ls["every"] or ls["before_finish"] or o.optimizer == "least_squares"):
-            raise ConfigError("training.slabs > 1 does not combine with training.least_squares (the solve needs the "
-                              "network's last layer, which a slab's network holds twice); set one of them off")
+
         if o.compile and o.derivatives != "jet":
             raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
                               "'autograd' (nested autograd cannot be compiled); drop one of the two")
@@ -332,4 +338,8 @@ class NetworkOptions:
             raise ConfigError(f"network.scales must be a non-empty list of positive numbers, got {o.scales}")
         if not o.fourier_scale > 0:
             raise ConfigError(f"network.fourier_scale must be positive, got {o.fourier_scale}")
+        om = o.first_omega
+        if isinstance(om, bool) or not isinstance(om, (int, float)) or not (math.isfinite(om) and om > 0):
+            raise ConfigError(f"network.first_omega must be a finite number > 0 (the first layer's frequency factor), "
+                              f"got {om!r}")
         return o

@@ -387,9 +387,23 @@ class Trainer:
         """One step of the training schedule, as :meth:`train` runs it: the switch to the quasi-Newton finish
         (after a least-squares solve, with ``training.least_squares.before_finish``), the loss balancing and the
         least-squares solves due before the step, the optimizer step, then the adaptive refinement (RAR) and
-        redistribution (RAD) due after it.  Collective under data parallelism; returns what :meth:`train_step`
-        returns.  For loops of one's own (a benchmark timing every step) that must train as ``train`` does.
+        redistribution (RAD) due after it.  Collective under data parallelism.  For loops of one's own (a benchmark
+        timing every step) that must train as ``train`` does.
+
+        Returns
+        -------
+        (loss, terms) : (float, list of float)
+            What :meth:`train_step` returns: the global loss and its terms in the order of ``constraints``, each
+            with its declared weight and its balancing weight applied (the loss is their sum).
+
+        Raises
+        ------
+        RuntimeError
+            When the run has already done all its steps (``training.steps`` plus the finish's).
         """
+        if self.step >= self.options.total_steps:
+            raise RuntimeError(f"the run has done all its {self.options.total_steps} steps (training.steps plus the "
+                               "finish's); nothing to advance")
         main = self.options.steps
         balance_every, ls_every = self.options.balance["every"], self.options.least_squares["every"]
         rar_every, rad_every = self.problem.sampling.rar_every, self.problem.sampling.rad_every
