@@ -95,6 +95,13 @@ class TrainingOptions:
     slab_share: list = None  # the shares of ``steps`` per slab (positive numbers, normalised); None: equal
 
     @property
+    def solves_output_layer(self) -> bool:
+        """Whether the run solves the output layer by least squares at all (``least_squares.every`` or
+        ``before_finish``, or ``optimizer = "least_squares"``)."""
+        ls = self.least_squares or {}
+        return bool(ls.get("every") or ls.get("before_finish") or self.optimizer == "least_squares")
+
+    @property
     def finish_steps(self) -> int:
         """Quasi-Newton steps after the ``steps`` of ``optimizer`` (0 without a finish)."""
         f = self.finish or {}
@@ -192,8 +199,7 @@ class TrainingOptions:
                               "quasi-Newton finish, but there is none: set training.finish.optimizer=lbfgs and "
                               "training.finish.steps=N, or least_squares.before_finish=false")
         object.__setattr__(o, "least_squares", ls)
-        if isinstance(o.slabs, int) and o.slabs > 1 and (ls["every"] or ls["before_finish"]
-                                                          or o.optimizer == "least_squares"):
+        if isinstance(o.slabs, int) and o.slabs > 1 and o.solves_output_layer:
             raise ConfigError("training.slabs > 1 does not combine with a least-squares solve of the output layer "
                               "(training.least_squares, or training.optimizer='least_squares'; the solve needs the "
                               "network's last layer, which a slab's network holds twice): set training.slabs=1, or "
@@ -216,7 +222,6 @@ class TrainingOptions:
                 raise ConfigError(f"{what}: {len(share)} shares for {o.slabs} slab(s); set training.slabs="
                                   f"{len(share)} or give {o.slabs} shares")
             object.__setattr__(o, "slab_share", [float(w) for w in share])
-
         if o.compile and o.derivatives != "jet":
             raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
                               "'autograd' (nested autograd cannot be compiled); drop one of the two")

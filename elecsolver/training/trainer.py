@@ -143,8 +143,7 @@ class Trainer:
         self.main_stepper = self.stepper
         if self.options.finish_steps:
             self._check_finish(forward_backward)
-        ls_on = bool(self.options.least_squares["every"] or self.options.least_squares["before_finish"]
-                     or self.options.optimizer == "least_squares")
+        ls_on = self.options.solves_output_layer
         if ls_on and problem.subdomains:
             raise ConfigError("training.least_squares does not combine with subdomains (their level-set features "
                               "take reverse-mode derivatives inside the network, which the solve's forward-mode "
