@@ -36,23 +36,30 @@ from scipy import integrate, special
 __all__ = ["EIN_SERIES_MAX", "ein", "ein_derivatives", "gaussian_line_source", "line_source_near_field"]
 
 EULER_GAMMA = 0.5772156649015329
-EIN_SERIES_MAX = 20.0  # Ein by its series up to q = 20, by ln q + gamma beyond (E1(20) = 9.8e-11)
-_EIN_TERMS = 90
+EIN_SERIES_MAX = 4.0  # Ein by its series up to q = 4, by ln q + gamma + E1(q) beyond
+_EIN_TERMS = 40  # the series' terms below q = 4 (the last is 4^40 / 40! / 40 < 1e-26; the largest, 10.4, costs 1e-15)
+_E1_DEPTH = 40  # depth of E1's continued fraction (relative error < 1e-15 for q >= 3)
 _FAR = 10.0  # rho / sigma beyond which (1) is the closed form (i/4) exp(-(k sigma)^2/2) H0(k rho)
 
 
 def ein(q: torch.Tensor) -> torch.Tensor:
-    """Ein(q) = sum_{n >= 1} (-1)^(n+1) q^n / (n n!) for q >= 0 (A & S 5.1.40), a differentiable torch function
-    of the same shape and dtype (evaluated in float64: the series cancels to about 1e-9 at q = 20).
+    """Ein(q) = int_0^q (1 - exp(-s)) / s ds for q >= 0, a differentiable torch function of the same shape and
+    dtype (evaluated in float64 to about 1e-15, and so are its derivatives by autograd or forward-mode AD).
 
-    Beyond q = 20 it is ln q + gamma, whose error E1(q) < 1e-10 (and so is the jump of the first derivative)."""
+    Up to q = 4 the series sum_{n >= 1} (-1)^(n+1) q^n / (n n!) (A & S 5.1.40); beyond, ln q + gamma + E1(q)
+    (A & S 5.1.39) with E1(q) = exp(-q) / (q + 1 - 1 / (q + 3 - 4 / (q + 5 - ...))) (the even part of A & S
+    5.1.22), summed from depth 40 backwards."""
     q64 = q.double()
     qs = torch.clamp(q64, max=EIN_SERIES_MAX)
     term, total = torch.ones_like(qs), torch.zeros_like(qs)
     for n in range(1, _EIN_TERMS + 1):
         term = term * (-qs) / n  # (-q)^n / n!
         total = total - term / n
-    far = torch.log(torch.clamp(q64, min=EIN_SERIES_MAX)) + EULER_GAMMA
+    qf = torch.clamp(q64, min=EIN_SERIES_MAX)
+    frac = qf + 2 * _E1_DEPTH + 1
+    for n in range(_E1_DEPTH, 0, -1):
+        frac = qf + (2 * n - 1) - n * n / frac
+    far = torch.log(qf) + EULER_GAMMA + torch.exp(-qf) / frac
     return torch.where(q64 > EIN_SERIES_MAX, far, total).to(q.dtype)
 
 
