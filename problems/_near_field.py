@@ -11,6 +11,19 @@ Finite Element Method in Electromagnetics*, 3rd ed., 2014, sec. 9.6 on source mo
 residuals are unchanged, but the network no longer has to create a field that varies on the scale
 sigma; what remains varies on the scale R and on the wavelength.
 All quantities are nondimensional (x' = x/L, t' = t c0/L, E' = E/E0); a = A / (E0 L).
+
+With ``hz_factor`` = eps_r a_E (1 in vacuum at the default scales) the head also adds the magnetic field that
+Ampere's law pairs with E_qs, Hz_qs chi, where
+
+    Hz_qs = -eps_r a_E a g'(t) [Ein(rho^2 / (2 sigma^2)) - ln(R^2 / (2 sigma^2)) - gamma] / (4 pi)
+
+(eps_r a_E dE_phi/dt = -dHz/d rho for a radial Hz; Ein(q) = int_0^q (1 - exp(-s))/s ds, A & S 5.1.40, the integral
+of E_qs's profile in rho).  The constant makes Hz_qs -> -eps_r a_E a g'(t) ln(rho^2 / R^2) / (4 pi) for rho >>
+sigma, independent of sigma, as the true field is there: what the network is left is then the same for every
+narrow source beyond rho ~ sigma and smooth within it (without the term, the network's Hz carries the rise of
+Ein over rho ~ sigma, the one feature left on the source's scale).  It is the next term of the same
+quasi-static expansion: local (chi), non-propagating (no retardation) and independent of the medium beyond the
+source.
 """
 
 from __future__ import annotations
@@ -22,14 +35,15 @@ from torch import nn
 
 from elecsolver.jets import Jet
 from elecsolver.networks import FuncJet, chain_rule_jet, register_head
-from elecsolver.reference.line_source import ein_derivatives, line_source_near_field
+from elecsolver.reference.line_source import EULER_GAMMA, ein, ein_derivatives, line_source_near_field
 
 # phi(q) = (1 - exp(-q)) / q = Ein'(q) and its derivative, with Taylor series where the closed forms cancel
 _phi_and_dphi = ein_derivatives
 
 
 class QuasiStaticNearField(nn.Module):
-    """Head adding chi E_qs to the body's (Ex, Ey); see the module docstring.
+    """Head adding chi E_qs to the body's (Ex, Ey), and with ``hz_factor`` chi Hz_qs to its Hz; see the module
+    docstring.
 
     ``forward(y, x)``: y the body's (Ex', Ey', Hz') [N, 3] (tensor or jet), x the inputs (x', y', t') [N, 3]
     (tensor or the input jet).  First-order jets use the closed-form Jacobian; second-order jets take the
@@ -43,18 +57,23 @@ class QuasiStaticNearField(nn.Module):
         Source centre, Gaussian width and cut-off radius R, nondimensional.
     t0, tau : float
         Pulse centre and width, nondimensional.
+    hz_factor : float
+        eps_r a_E of the Ampere residual (:mod:`elecsolver.physics.maxwell`) at the source, 1 in vacuum at the
+        default scales; 0 (the default) adds nothing to Hz.
     """
 
     def __init__(self, *, amplitude: float, x0: float, y0: float, sigma: float,
-                 radius: float, t0: float, tau: float):
+                 radius: float, t0: float, tau: float, hz_factor: float = 0.0):
         super().__init__()
         if sigma <= 0 or radius <= 0 or tau <= 0:
             raise ValueError("sigma, radius and tau must be positive")
         self.a, self.x0, self.y0, self.s, self.r, self.t0, self.tau = (
             float(amplitude), float(x0), float(y0), float(sigma), float(radius), float(t0), float(tau))
+        self.hz_factor = float(hz_factor)
+        self.hz_offset = math.log(self.r**2 / (2 * self.s**2)) + EULER_GAMMA
 
     def _field_and_jacobian(self, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """E_qs chi at p [N, 3] -> values [N, 2] and d(Ex, Ey)/d(x, y, t) [N, 2, 3] (float64 inside)."""
+        """(E_qs, Hz_qs) chi at p [N, 3] -> values [N, 3] and d(Ex, Ey, Hz)/d(x, y, t) [N, 3, 3] (float64 inside)."""
         p64 = p.detach().double()
         dx, dy, t = p64[:, 0] - self.x0, p64[:, 1] - self.y0, p64[:, 2]
         w = dx**2 + dy**2
@@ -72,7 +91,15 @@ class QuasiStaticNearField(nn.Module):
             torch.stack([big_g * dy * dp_dw * 2 * dx, big_g * (big_p + dy * dp_dw * 2 * dy), dg * big_p * dy], 1),
             torch.stack([-big_g * (big_p + dx * dp_dw * 2 * dx), -big_g * dx * dp_dw * 2 * dy, -dg * big_p * dx], 1),
         ], 1)
-        return torch.stack([ex, ey], 1).to(p.dtype), jac.to(p.dtype)
+        # Hz = b g'(t) Q(w), Q = (Ein(w / (2 sigma^2)) - offset) chi, b = -hz_factor a / (4 pi)
+        ein_q = ein(w / (2 * s2)) - self.hz_offset
+        q_val = ein_q * chi
+        dq_dw = chi * (phi / (2 * s2) - ein_q / (2 * r2))
+        b = -self.hz_factor * self.a / (4 * math.pi)
+        gp, gpp = b * (-2 * u / self.tau) * g, b * (4 * u**2 - 2) / self.tau**2 * g
+        jac_hz = torch.stack([gp * dq_dw * 2 * dx, gp * dq_dw * 2 * dy, gpp * q_val], 1)
+        jac = torch.cat([jac, jac_hz.unsqueeze(1)], 1)
+        return torch.stack([ex, ey, gp * q_val], 1).to(p.dtype), jac.to(p.dtype)
 
     def forward(self, y, x):
         if isinstance(x, Jet) and x.second_order:
@@ -80,19 +107,22 @@ class QuasiStaticNearField(nn.Module):
         if isinstance(x, Jet):
             val, jac = self._field_and_jacobian(x.data[0])
             der = torch.einsum("nij,knj->kni", jac, x.data[1:])     # chain rule along each seed
-            add = torch.cat([val.unsqueeze(0), der], 0)
-            zeros = torch.zeros_like(add[..., :1])
-            return Jet(y.data + torch.cat([add, zeros], -1), x.wrt)
+            return Jet(y.data + torch.cat([val.unsqueeze(0), der], 0), x.wrt)
         return y + self.closed_form(x)
 
     def closed_form(self, x: torch.Tensor) -> torch.Tensor:
-        """The added field (chi E_qs, 0) at inputs x [N, 3], a differentiable function, [N, 3]."""
+        """The added field chi (E_qs, Hz_qs) at inputs x [N, 3], a differentiable function, [N, 3]."""
         dx, dy, t = x[:, 0] - self.x0, x[:, 1] - self.y0, x[:, 2]
         w = dx**2 + dy**2
         phi, _ = _phi_and_dphi(w / (2 * self.s**2))
-        big_p = phi / (2 * self.s**2) * torch.exp(-w / (2 * self.r**2))
-        big_g = -self.a / (2 * math.pi) * torch.exp(-(((t - self.t0) / self.tau) ** 2))
-        return torch.stack([big_g * big_p * dy, -big_g * big_p * dx, torch.zeros_like(dx)], 1)
+        chi = torch.exp(-w / (2 * self.r**2))
+        big_p = phi / (2 * self.s**2) * chi
+        u = (t - self.t0) / self.tau
+        g = torch.exp(-(u**2))
+        big_g = -self.a / (2 * math.pi) * g
+        gp = -self.hz_factor * self.a / (4 * math.pi) * (-2 * u / self.tau) * g
+        hz = gp * (ein(w / (2 * self.s**2)) - self.hz_offset) * chi
+        return torch.stack([big_g * big_p * dy, -big_g * big_p * dx, hz], 1)
 
 
 class _ClosedForm(nn.Module):
@@ -107,7 +137,7 @@ class _ClosedForm(nn.Module):
 
 
 register_head("near-field")(lambda d, c: QuasiStaticNearField(amplitude=0.3, x0=0.4, y0=0.5, sigma=0.05, radius=0.2,
-                                                             t0=0.5, tau=0.2))
+                                                             t0=0.5, tau=0.2, hz_factor=1.3))
 
 
 class LineSourceNearField(nn.Module):

@@ -32,7 +32,9 @@ has arrived (floor < 1e-5), uses 0.1 m.  Collocation points are
 dense in a disc of ``sampling.source_radius`` sigma around the source (a region of the domain; with the near-field
 head at least 0.75 ``network.near_field_radius``, see :meth:`MaxwellPointSource2D.source_disc_radius`), and the
 network's E carries the quasi-static near field of the source (``network.near_field``, a head, see
-``_near_field.py``).
+``_near_field.py``), and its Hz the field Ampere's law pairs with it, which tends to the same logarithm of rho / R
+for every sigma (``network.near_field_hz``; what is left to the network is then alike for a 2.5 mm and a 7.5 mm
+source; off in ``ci``, whose short run it slows, and in ``long``, measured without it).
 
 Training: Adam at 6e-3 (decaying to 1e-4) on few points a step (750 interior, 200 in the source disc, 100 on the
 wall), redrawn every 5 steps, for many steps (20000) in one slab, with the loss terms weighted from their gradient
@@ -51,6 +53,7 @@ import math
 
 import numpy as np
 from scipy.constants import c as C0
+from scipy.constants import epsilon_0 as EPS0
 
 import elecsolver as es
 from elecsolver.reference.cache import cached_arrays
@@ -86,7 +89,8 @@ class MaxwellPointSource2D(es.Problem):
         "output": {"nx": 101, "ny": 101, "nt": 41, "early_frames": 25},
         "absorbing": {"padding": 0.05, "per_side": True},
         "network": {"kind": "multiscale", "width": 64, "depth": 4, "activation": "sin", "scales": [1.0, 4.0, 16.0],
-                    "hard_initial": True, "near_field": True, "near_field_radius": 0.05},
+                    "hard_initial": True, "near_field": True, "near_field_radius": 0.05,
+                    "near_field_hz": True},
         # few points a step, redrawn every 5 steps, Adam at 6e-3 and many steps in one slab: 3.8-4.7x below the former
         # 1024 / 256 / 128 points redrawn every 100 steps at 1e-3 in two slabs of 4000 steps, in about the same
         # wall time (benchmarks/RESULTS.md, "Points redrawn every 5 steps")
@@ -98,7 +102,7 @@ class MaxwellPointSource2D(es.Problem):
     }
     presets = {
         # under a minute on 2 CPU cores: half the points, 3300 steps, no reflection before t = 2.4 ns
-        "ci": {"absorbing": {"padding": 0.1, "per_side": False},
+        "ci": {"absorbing": {"padding": 0.1, "per_side": False}, "network": {"near_field_hz": False},
                "sampling": {"interior": 375, "source": 100, "boundary": 50, "initial": 50},
                "training": {"steps": 3300, "log_every": 250, "checkpoint_every": 500,
                             "balance": {"every": 225, "alpha": 0.9}}},
@@ -106,7 +110,8 @@ class MaxwellPointSource2D(es.Problem):
         "quick": {},
         # at most 2 hours on 2 CPU cores, the former recipe (1024 / 256 / 128 points redrawn every 100 steps, Adam at
         # 1e-3, two time slabs): 5931 s measured, full window 1.62 / 1.83 / 1.55 %; not yet re-tuned like quick
-        "long": {"sampling": {"interior": 1024, "source": 256, "boundary": 128, "initial": 128, "resample_every": 100,
+        "long": {"network": {"near_field_hz": False},
+                 "sampling": {"interior": 1024, "source": 256, "boundary": 128, "initial": 128, "resample_every": 100,
                               "time_ramp": 0.5, "time_ramp_start": 0.4},
                  "training": {"steps": 100000, "lr": 1e-3, "log_every": 2000, "checkpoint_every": 4000,
                               "balance": {"every": 2000, "alpha": 0.9}, "slabs": 2}},
@@ -207,7 +212,8 @@ class MaxwellPointSource2D(es.Problem):
         return QuasiStaticNearField(
             amplitude=src["amplitude"] / (s.E0 * s.length), x0=src["x0"] / s.length, y0=src["y0"] / s.length,
             sigma=src["sigma"] / s.length, radius=self.config["network"]["near_field_radius"] / s.length,
-            t0=self.pulse.t0 / s.time, tau=self.pulse.tau / s.time)
+            t0=self.pulse.t0 / s.time, tau=self.pulse.tau / s.time,
+            hz_factor=EPS0 * s.E0 * s.length / (s.time * s.H0) if self.config["network"]["near_field_hz"] else 0.0)
 
     def check(self):
         from elecsolver.reference.fdtd import plan_te_point_source

@@ -103,3 +103,36 @@ def test_the_field_scale_stops_growing_below_a_7p5_mm_source():
     assert scales("source.sigma=2.5e-3").E0 == pytest.approx(peak / 7.5e-3, rel=1e-4)
     assert scales("source.sigma=1e-2", "source.amplitude=3.0").E0 == pytest.approx(3.0 * peak / 1e-2, rel=1e-4)
     assert scales().H0 == pytest.approx(scales().E0 / 376.730313, rel=1e-6)
+
+
+def test_the_near_field_heads_hz_pairs_with_its_e_by_amperes_law():
+    """With ``network.near_field_hz`` the head's Hz_qs = -a g'(t) [Ein(rho^2 / (2 sigma^2)) - ln(R^2 / (2 sigma^2))
+    - gamma] / (4 pi) (training units) makes a_E dE_qs/dt = curl Hz_qs exactly (TEz: dEx/dt = dHz/dy, dEy/dt =
+    -dHz/dx) at a cut-off radius R so large that chi = 1 to 1e-9 (a_E = 1 at the problem's scales), and tends to
+    -a g'(t) ln(rho^2 / R^2) / (4 pi), whatever sigma, for sigma << rho << R.  Points from 0.2 sigma to 40 sigma of
+    a 2.5 mm source, over the pulse, cover the series and the continued-fraction branches of Ein."""
+    cfg = apply_overrides(MaxwellPointSource2D.default_config(),
+                          ["network.near_field_hz=true", "source.sigma=2.5e-3", "network.near_field_radius=3e4"])
+    p = MaxwellPointSource2D(cfg)
+    head = p.near_field().double()
+    assert head.hz_factor == pytest.approx(1.0, rel=1e-9)
+    g = torch.Generator().manual_seed(0)
+    rho = 2.5e-3 * torch.exp(torch.rand(400, generator=g, dtype=torch.float64) * np.log(200.0)) * 0.2
+    ang = torch.rand(400, generator=g, dtype=torch.float64) * 2 * np.pi
+    t = torch.rand(400, generator=g, dtype=torch.float64) * 2 * p.pulse.t0
+    x = torch.stack([head.x0 + rho * torch.cos(ang) / p.scales.length, head.y0 + rho * torch.sin(ang) / p.scales.length,
+                     t / p.scales.time], 1).requires_grad_(True)
+    f = head.closed_form(x)
+    grads = [torch.autograd.grad(f[:, k].sum(), x, retain_graph=True)[0] for k in range(3)]
+    dex_dt, dey_dt, (dhz_dx, dhz_dy) = grads[0][:, 2], grads[1][:, 2], (grads[2][:, 0], grads[2][:, 1])
+    size = torch.cat([dex_dt, dey_dt]).abs().max()
+    assert (dex_dt - dhz_dy).abs().max() <= 1e-8 * size
+    assert (dey_dt + dhz_dx).abs().max() <= 1e-8 * size
+    # beyond 10 sigma (E1(50) < 1e-23): the logarithm of rho / R alone
+    f, u = f.detach(), (x.detach()[:, 2] - head.t0) / head.tau
+    far = -head.a * (-2 * u / head.tau) * torch.exp(-u**2) * torch.log(rho**2 / head.r**2) / (4 * np.pi)
+    beyond = rho > 10 * 2.5e-3
+    assert beyond.sum() > 50
+    assert torch.allclose(f[beyond, 2], far[beyond], rtol=1e-9, atol=1e-12 * float(far.abs().max()))
+    off = MaxwellPointSource2D(apply_overrides(cfg, ["network.near_field_hz=false"])).near_field().double()
+    assert torch.equal(off.closed_form(x.detach())[:, 2], torch.zeros(400, dtype=torch.float64))
