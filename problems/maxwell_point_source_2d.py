@@ -40,8 +40,8 @@ Training: Adam at 6e-3 (decaying to 1e-4) on few points a step (750 interior, 20
 wall), redrawn every 5 steps, for many steps (20000) in one slab, with the loss terms weighted from their gradient
 norms every 500 steps (``training.balance``) and the sampled time window ramped from 0.3 to the whole window over
 the first 80 % of the steps (``sampling.time_ramp``).  Presets: ``ci`` (half the points, 3300 steps, under a
-minute on 2 CPU cores), ``quick`` (the default, at most 15 minutes; 544 s measured, full window 1.58 / 1.88 /
-1.68 %), ``long`` (at most 2 hours, the former recipe: 100000 steps in two time slabs, 99 min measured,
+minute on 2 CPU cores), ``quick`` (the default, at most 15 minutes; 544 s measured, full window 1.65 / 1.51 /
+1.73 %), ``long`` (at most 2 hours, the former recipe: 100000 steps in two time slabs, 99 min measured,
 1.62 / 1.83 / 1.55 % full), ``full`` (a GPU, not measured).
 
 Reference: a Yee FDTD solution (:mod:`elecsolver.reference.fdtd`), cached per configuration.
@@ -106,7 +106,7 @@ class MaxwellPointSource2D(es.Problem):
                "sampling": {"interior": 375, "source": 100, "boundary": 50, "initial": 50},
                "training": {"steps": 3300, "log_every": 250, "checkpoint_every": 500,
                             "balance": {"every": 225, "alpha": 0.9}}},
-        # the default: at most 15 minutes on 2 CPU cores (544 s measured, full window 1.58 / 1.88 / 1.68 %)
+        # the default: at most 15 minutes on 2 CPU cores (544 s measured, full window 1.65 / 1.51 / 1.73 %)
         "quick": {},
         # at most 2 hours on 2 CPU cores, the former recipe (1024 / 256 / 128 points redrawn every 100 steps, Adam at
         # 1e-3, two time slabs): 5931 s measured, full window 1.62 / 1.83 / 1.55 %; not yet re-tuned like quick
@@ -126,7 +126,8 @@ class MaxwellPointSource2D(es.Problem):
     # ci, seeds 0 / 1 / 2: early Ex 8.6 / 8.9 / 9.0 %, Ey 8.9 / 8.5 / 9.0 %, Hz 13.7 / 13.7 / 14.2 %: the accuracy
     # issue's 15 % is the Hz bound
     bounds = {"ci": {"early": {"Ex": 0.11, "Ey": 0.11, "Hz": 0.15}},
-              # quick, seed 0, measured 1.14 / 1.33 / 1.52 % early and 1.58 / 1.88 / 1.68 % full; bounds ~1.5x
+              # quick, seed 0, measured 1.29 / 1.20 / 1.69 % early and 1.65 / 1.51 / 1.73 % full (seeds 1 / 2: at
+              # most 1.94 % early, 2.03 % full); bounds ~1.5x seed 0's
               "quick": {"early": {"Ex": 0.02, "Ey": 0.02, "Hz": 0.025},
                         "full": {"Ex": 0.025, "Ey": 0.03, "Hz": 0.025}}}
 
