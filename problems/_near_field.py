@@ -91,6 +91,10 @@ class QuasiStaticNearField(nn.Module):
             torch.stack([big_g * dy * dp_dw * 2 * dx, big_g * (big_p + dy * dp_dw * 2 * dy), dg * big_p * dy], 1),
             torch.stack([-big_g * (big_p + dx * dp_dw * 2 * dx), -big_g * dx * dp_dw * 2 * dy, -dg * big_p * dx], 1),
         ], 1)
+        if not self.hz_factor:  # no Hz term: spare the hot path Ein's 80 passes
+            zero = torch.zeros_like(ex)
+            jac = torch.cat([jac, torch.zeros_like(jac[:, :1])], 1)
+            return torch.stack([ex, ey, zero], 1).to(p.dtype), jac.to(p.dtype)
         # Hz = b g'(t) Q(w), Q = (Ein(w / (2 sigma^2)) - offset) chi, b = -hz_factor a / (4 pi)
         ein_q = ein(w / (2 * s2)) - self.hz_offset
         q_val = ein_q * chi
@@ -120,8 +124,11 @@ class QuasiStaticNearField(nn.Module):
         u = (t - self.t0) / self.tau
         g = torch.exp(-(u**2))
         big_g = -self.a / (2 * math.pi) * g
-        gp = -self.hz_factor * self.a / (4 * math.pi) * (-2 * u / self.tau) * g
-        hz = gp * (ein(w / (2 * self.s**2)) - self.hz_offset) * chi
+        if self.hz_factor:
+            gp = -self.hz_factor * self.a / (4 * math.pi) * (-2 * u / self.tau) * g
+            hz = gp * (ein(w / (2 * self.s**2)) - self.hz_offset) * chi
+        else:
+            hz = torch.zeros_like(dx)
         return torch.stack([big_g * big_p * dy, -big_g * big_p * dx, hz], 1)
 
 
