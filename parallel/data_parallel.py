@@ -19,7 +19,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from . import failure
+from . import collectives, failure
 from .failure import RankFailure, collective
 from .launch import LaunchError, LaunchInfo, discover, rendezvous, threads_per_rank
 
@@ -35,7 +35,7 @@ class DataParallelComm:
     ----------
     rank, world : int
     device : torch.device
-        Where collectives' tensors live (CPU for gloo, this rank's GPU for NCCL).
+        This rank's compute device (the collectives stage tensors through the host where the backend needs it).
     """
 
     def __init__(self, info: LaunchInfo, device: torch.device):
@@ -43,22 +43,18 @@ class DataParallelComm:
 
     # each raises RankFailure (naming the rank and its error) when it fails because another rank failed
     def all_reduce_sum_(self, tensor: torch.Tensor) -> torch.Tensor:
-        with collective():
-            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-        return tensor
+        return collectives.all_reduce(tensor)
 
     def broadcast_(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
-        with collective():
-            dist.broadcast(tensor, src=src)
-        return tensor
+        return collectives.broadcast(tensor, src)
 
     def barrier(self) -> None:
-        with collective():
-            dist.barrier()
+        collectives.barrier()
 
 
 def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
-    """Set threads, join the job's process group (gloo on CPU, NCCL on GPU), start the failure watchdog
+    """Set threads, join the job's process group (gloo on CPU; on GPUs NCCL when every rank of a node has a GPU of its
+    own, else gloo, see :func:`elecsolver.parallel.collectives.choose_backend`), start the failure watchdog
     (:mod:`elecsolver.parallel.failure`) and return ``(comm, info, device)``; ``comm`` is None for a one-process run.
 
     ``timeout_s`` bounds joining and each collective (a rank may legitimately wait that long at a collective
@@ -83,14 +79,16 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
         return None, info, dev
     _import_group_capturing_modules()
     store, host = rendezvous(info, timeout_s=timeout_s)
-    backend = "nccl" if dev.type == "cuda" else "gloo"
+    backend = collectives.choose_backend(dev, info.local_world)
+    if dev.type == "cuda" and backend == "gloo":
+        log.info("%d ranks share %d GPU(s) on this node; NCCL needs a GPU per rank, so the collectives run on gloo "
+                 "through the host", info.local_world, torch.cuda.device_count())
     dist.init_process_group(backend, rank=info.rank, world_size=info.world,
                             timeout=datetime.timedelta(seconds=timeout_s), store=store)
     failure.start(store, info.rank, info.world, store_host=host)  # keeps the store beyond the group
     try:
         sizes = torch.tensor([info.world, -info.world], dtype=torch.int64, device=dev)
-        with collective():
-            dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
+        collectives.all_reduce(sizes, op=dist.ReduceOp.MAX)
         if int(sizes[0]) != info.world or int(-sizes[1]) != info.world:
             raise LaunchError(f"ranks disagree on the world size (between {int(-sizes[1])} and {int(sizes[0])})")
     except BaseException:
@@ -134,9 +132,8 @@ def apply_data_parallel(model: torch.nn.Module, comm: DataParallelComm | None):
 
     if comm is None:
         return RunContext()
-    with collective():
-        for p in model.parameters():
-            dist.broadcast(p.data, src=0)
+    for p in model.parameters():
+        collectives.broadcast(p.data, 0)
     return RunContext(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch.distributed as dist
 
-from .failure import collective
+from . import collectives
 
 __all__ = ["AXES", "DeviceMesh", "MeshError"]
 
@@ -160,30 +160,26 @@ class DeviceMesh:
         """Sum ``tensor`` in place over the ranks of ``axis``; returns it."""
         g = self.group(axis)
         if g is not None:
-            with collective():
-                dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=g)
+            collectives.all_reduce(tensor, dist.ReduceOp.SUM, g)
         return tensor
 
     def all_reduce_max(self, tensor, axis: str = "world"):
         """Maximum of ``tensor`` in place over the ranks of ``axis``; returns it."""
         g = self.group(axis)
         if g is not None:
-            with collective():
-                dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=g)
+            collectives.all_reduce(tensor, dist.ReduceOp.MAX, g)
         return tensor
 
     def broadcast(self, tensor, src_index: int = 0, axis: str = "dp"):
         """Overwrite ``tensor`` in place with that of the rank at position ``src_index`` along ``axis``."""
         g = self.group(axis)
         if g is not None:
-            with collective():
-                dist.broadcast(tensor, src=self.ranks(axis)[src_index], group=g)
+            collectives.broadcast(tensor, self.ranks(axis)[src_index], g)
         return tensor
 
     def barrier(self) -> None:
         if self.world > 1:
-            with collective():
-                dist.barrier(group=self._groups["world"])
+            collectives.barrier(self._groups["world"])
 
     def describe(self) -> str:
         return (f"rank {self.rank} of {self.world}: dp {self.dp_index}/{self.dp}, tp {self.tp_index}/{self.tp}, "

@@ -38,6 +38,8 @@ from elecsolver.jets import Jet
 from elecsolver.operators import evaluate
 from elecsolver.training.loss import constraint_residual
 
+from . import collectives
+
 __all__ = [
     "SCHEDULES",
     "PipelineSchedule",
@@ -465,12 +467,10 @@ class PipelineSchedule:
         return width_in, dtype_in, int(y.shape[-1]), y.dtype
 
     def _send(self, tensor: torch.Tensor, dst: int) -> None:
-        tensor = tensor.detach().contiguous()
-        self._pending.append((dist.isend(tensor, dst=dst, group=self.group), tensor))
+        self._pending.append(collectives.isend(tensor, dst, self.group))
 
     def _recv(self, tensor: torch.Tensor, src: int) -> torch.Tensor:
-        dist.irecv(tensor, src=src, group=self.group).wait()
-        return tensor
+        return collectives.recv(tensor, src, self.group)
 
     def _finish_sends(self) -> None:
         for work, _ in self._pending:

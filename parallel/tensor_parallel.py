@@ -46,6 +46,8 @@ from torch import nn
 from elecsolver.jets import Jet
 from elecsolver.networks import Activation, GroupedJetLinear, JetLinear, grouped_matmul
 
+from . import collectives
+
 __all__ = [
     "ColumnParallelGroupedJetLinear",
     "ColumnParallelJetLinear",
@@ -79,7 +81,7 @@ class _TPGroup:
 def _all_reduce(t: torch.Tensor, group) -> torch.Tensor:
     out = t.contiguous().clone()
     if group is not None:
-        dist.all_reduce(out, op=dist.ReduceOp.SUM, group=group)
+        collectives.all_reduce(out, dist.ReduceOp.SUM, group)
     return out
 
 
@@ -200,9 +202,7 @@ class _TPLinearBase(nn.Module):
         t = t.detach().contiguous()
         if name not in self._layout or self.tp.group is None:
             return t.clone()
-        parts = [torch.empty_like(t) for _ in range(self.tp_size)]
-        dist.all_gather(parts, t, group=self.tp.group)
-        return torch.cat(parts, dim=self._layout[name])
+        return torch.cat(collectives.all_gather(t, self.tp.group), dim=self._layout[name])
 
     def full_layer(self, *, grad: bool = False) -> nn.Module:
         """The unsharded layer (``JetLinear`` or ``GroupedJetLinear``) with the gathered parameters (and, with
