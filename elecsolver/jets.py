@@ -458,7 +458,8 @@ def seed_jet(points: torch.Tensor, wrt: Sequence[int], pairs: Sequence[tuple[int
     wrt = tuple(int(k) for k in wrt)
     if len(set(wrt)) != len(wrt) or any(not 0 <= k < d for k in wrt):
         raise ValueError(f"wrt must list distinct input columns in [0, {d}), got {wrt}")
-    eye = torch.eye(d, dtype=points.dtype, device=points.device)[list(wrt)]  # [K, d]
+    eye = torch.eye(d, dtype=points.dtype, device=points.device)
+    eye = torch.stack([eye[k] for k in wrt]) if wrt else eye[:0]  # [K, d] (no index tensor from the host)
     tangents = eye.unsqueeze(1).expand(len(wrt), n, d)
     if not pairs and laplacian is None:
         return Jet(torch.cat([points.unsqueeze(0), tangents], dim=0), wrt)

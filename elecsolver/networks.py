@@ -694,7 +694,8 @@ class HardDirichlet(nn.Module):
             return b * y
         c = (y.channels if isinstance(y, Jet) else y).shape[-1]
         sel = torch.zeros(c, dtype=torch.bool, device=(x.channels if isinstance(x, Jet) else x).device)
-        sel[self.components] = True
+        for k in self.components:  # one element at a time: no index tensor copied from the host
+            sel[k] = True
         if isinstance(y, Jet):  # factor 1 (value 1, derivatives 0) on the other components
             one = torch.zeros_like(b.channels[:, :, :1]).expand(-1, -1, c).clone()
             one[0] = 1.0

@@ -187,7 +187,8 @@ class LineSourceNearField(nn.Module):
 
     def _radial(self, x: torch.Tensor):
         """h, h'(w), h''(w) of the added value h(w), w = rho^2 (m^2), and dx = x - c (training units), float64."""
-        dx = x.detach().double()[:, :2] - torch.tensor(self.center, dtype=torch.float64, device=x.device)
+        xd = x.detach().double()
+        dx = torch.stack([xd[:, 0] - self.center[0], xd[:, 1] - self.center[1]], dim=1)
         w = (dx**2).sum(1) * self.length**2
         s2, r2 = 2 * self.sigma**2, 2 * self.radius**2
         chi = torch.exp(-w / r2)

@@ -57,7 +57,9 @@ class _FieldCondition(Condition):
             return 0.0
         if callable(self.value):
             return values_of(self.value, names, points, ctx, f"{type(self).__name__}(value=...)")
-        scale = torch.tensor([ctx.field_scale(n) for n in names], dtype=points.dtype, device=points.device)
+        scale = torch.empty(len(names), dtype=points.dtype, device=points.device)
+        for i, n in enumerate(names):  # filled on the device: no copy from the host (a synchronisation on a GPU)
+            scale[i] = ctx.field_scale(n)
         return self.value / scale
 
     @staticmethod

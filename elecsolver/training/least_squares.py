@@ -106,7 +106,8 @@ def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batc
             pts64 = pts.to(torch.float64)
             nrm64 = None if nrm is None else nrm.to(torch.float64)
             row_w = (float(lam) / float(denom)) ** 0.5 * (
-                w.to(torch.float64).sqrt() if w is not None else torch.ones(pts.shape[0], dtype=torch.float64))
+                w.to(torch.float64).sqrt() if w is not None else torch.ones(pts.shape[0], dtype=torch.float64,
+                                                                            device=pts.device))
 
             def residual(*theta, c=c, pts64=pts64, nrm64=nrm64):
                 net = _With(model, {**params, **dict(zip(names, theta))})
@@ -121,10 +122,11 @@ def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batc
             rows_a.append(a)
             rows_b.append(b)
             checks.append((residual, row_w, a, b))
-        a = torch.cat(rows_a) if rows_a else torch.zeros(0, p_total, dtype=torch.float64)
-        b = torch.cat(rows_b) if rows_b else torch.zeros(0, dtype=torch.float64)
+        a = torch.cat(rows_a) if rows_a else torch.zeros(0, p_total, dtype=torch.float64, device=flat0.device)
+        b = torch.cat(rows_b) if rows_b else torch.zeros(0, dtype=torch.float64, device=flat0.device)
         loss_before = all_reduce_sum(((a @ flat0 + b) ** 2).sum().reshape(1).clone())[0]
-        # tall-skinny QR over the ranks: each rank's R of [A_r | b_r], stacked in rank order, factored again
+        # tall-skinny QR over the ranks: each rank's R of [A_r | b_r], stacked in rank order, factored again (the
+        # small factors on the host, where the SVD-based solve below runs)
         local = torch.zeros(p_total + 1, p_total + 1, dtype=torch.float64)
         if a.shape[0]:
             r = torch.linalg.qr(torch.cat([a, b[:, None]], dim=1), mode="r")[1]
@@ -139,10 +141,11 @@ def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batc
         rhs = torch.cat([-r_b, torch.zeros(p_total, dtype=torch.float64)])
         # SVD-based, singular values below 1e-12 of the largest dropped: a rank-deficient layer (the redundant biases
         # of a multiscale body) gets the minimum-norm solution, the same on every run and rank
-        theta = torch.linalg.lstsq(system, rhs[:, None], rcond=1e-12, driver="gelsd").solution[:, 0]
+        theta = torch.linalg.lstsq(system, rhs[:, None], rcond=1e-12, driver="gelsd").solution[:, 0].to(flat0.device)
         new = [piece.reshape(t.shape) for piece, t in zip(torch.split(theta, sizes), theta0)]
         # the loss must be quadratic in theta: the residual at the solution is the affine prediction
-        stats = torch.zeros(2 * world, dtype=torch.float64)  # [loss after per rank..., worst mismatch per rank...]
+        # [loss after per rank..., worst mismatch per rank...]
+        stats = torch.zeros(2 * world, dtype=torch.float64, device=flat0.device)
         for residual, row_w, a_c, b_c in checks:
             with torch.no_grad():
                 actual = (residual(*new) * row_w[:, None]).reshape(-1)
