@@ -48,6 +48,9 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--compile", action="store_true",
                    help="run the training step through torch.compile (same numbers as eager, faster steps; "
                         "the first step compiles, tens of seconds)")
+    r.add_argument("--cuda-graphs", action="store_true",
+                   help="with --device cuda: --compile, and capture the compiled step as CUDA graphs (mode "
+                        "reduce-overhead; no effect on a CPU)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     g = r.add_argument_group("parallelism (docs/parallel.md; dp x tp x pp must equal the number of ranks)")
     g.add_argument("--dp", type=int, help="data-parallel ranks (default: ranks / (tp x pp))")
@@ -151,8 +154,10 @@ def _configure(cls, args):
         if getattr(args, "accumulate", None) is not None:
             training["accumulate"] = args.accumulate
         config = apply_overrides(config, args.overrides)
-        if args.compile:
+        if args.compile or getattr(args, "cuda_graphs", False):
             config["training"]["compile"] = True
+        if getattr(args, "cuda_graphs", False):
+            config["training"]["cuda_graphs"] = True
         return cls(config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None

@@ -381,3 +381,26 @@ def test_pde_on_boundary_anchors(source_problem):
     pde = [r[0][0] for r in local]
     assert exact[0][0][0][2] == 380 and [b[2] for b in pde] == [380, 380] and [b[3] for b in pde] == [380.0, 380.0]
     assert sum(len(b[1]) for b in pde) == 380 and pde[0][4] is None
+
+
+def test_prefetched_rounds_equal_drawn_rounds(source_problem):
+    """The GPU's prefetch (the next round drawn in a thread while this one trains) gives the same points, counts and
+    denominators round after round, and a RAR round in between drops the prefetch (forced on here, on the CPU)."""
+    cs = source_problem.constraints()
+
+    def make(prefetch: bool) -> Points:
+        pts = Points(cs, source_problem.sampling, 3, 500, 1, 2, [0, 1], torch.float64, torch.device("cpu"))
+        pts.prefetch = prefetch
+        return pts
+
+    plain, ahead = make(False), make(True)
+    for step in (0, 49, 50, 120, 150, 200, 260):
+        for a, b in zip(plain.at(step), ahead.at(step)):
+            np.testing.assert_array_equal(a.points.numpy(), b.points.numpy())
+            assert (a.n_global, a.denom) == (b.n_global, b.denom)
+        if step == 120:
+            for pts in (plain, ahead):  # the sets change: a prefetched round would be stale
+                pts.added["pde"] = cs[0].sample(99, 0.5)
+                pts.round = None
+                pts._forget_prefetch()
+    assert ahead._next is not None and ahead._next[0] == 260 // 50 + 1

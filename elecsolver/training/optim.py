@@ -30,9 +30,16 @@ __all__ = ["OPTIMIZERS", "SCHEDULES", "SOLVERS", "make_optimizer", "make_schedul
 
 
 def _adam(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
-    opt = torch.optim.Adam(params, lr=torch.tensor(lr, dtype=torch.float64) if compiled else lr)
+    # compiled: the learning rate is a 0-d tensor that the schedule fills in place (no recompile as it moves); on a
+    # GPU it and the step counter live there and the update is "capturable" (what torch.compile traces anyway), so
+    # that the compiled update reads no host memory and can be captured as a CUDA graph
+    device = params[0].device if params else torch.device("cpu")
+    on_gpu = compiled and device.type == "cuda"
+    where = device if on_gpu else torch.device("cpu")
+    opt = torch.optim.Adam(params, lr=torch.tensor(lr, dtype=torch.float64, device=where) if compiled else lr,
+                           capturable=on_gpu)
     for p in params:
-        opt.state[p].update(step=torch.tensor(0.0, dtype=torch.float64), exp_avg=torch.zeros_like(p),
+        opt.state[p].update(step=torch.tensor(0.0, dtype=torch.float64, device=where), exp_avg=torch.zeros_like(p),
                             exp_avg_sq=torch.zeros_like(p))
     return opt
 

@@ -32,7 +32,8 @@ BASE_CONFIG: dict = {
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
                  "least_squares": {"every": 0, "ridge": None, "before_finish": False}, "slabs": 1, "slab_share": None,
-                 "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "accumulate": 1},
+                 "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "cuda_graphs": False,
+                 "accumulate": 1},
 }
 
 
@@ -73,7 +74,10 @@ class TrainingOptions:
     split into that many equal slabs trained in order, ``steps / slabs`` steps (and a finish) each, every slab
     warm-started from the last and starting exactly from its final field (see
     :mod:`elecsolver.training.slabs`), and ``slab_share``: the shares of ``steps`` the slabs get, in order
-    (``null``: equal; e.g. ``[0.6, 0.4]``: 60 % of the steps to the first of two slabs)."""
+    (``null``: equal; e.g. ``[0.6, 0.4]``: 60 % of the steps to the first of two slabs), and ``cuda_graphs``: with
+    ``compile`` on a CUDA device, the compiled loss-and-gradient graph and Adam's update are also captured as CUDA
+    graphs (``torch.compile`` mode "reduce-overhead"), so that a step is a few graph replays instead of hundreds of
+    kernel launches; it has no effect on a CPU (see :mod:`elecsolver.training.step`)."""
 
     steps: int
     seed: int
@@ -93,6 +97,13 @@ class TrainingOptions:
     least_squares: dict = None  # {"every": int (0: off), "ridge": float >= 0}; see Trainer.least_squares
     slabs: int = 1  # time slabs trained in order (1: the whole window at once); see elecsolver.training.slabs
     slab_share: list = None  # the shares of ``steps`` per slab (positive numbers, normalised); None: equal
+    cuda_graphs: bool = False  # with compile on a GPU: capture the compiled graphs as CUDA graphs
+
+    @property
+    def compile_mode(self) -> str | None:
+        """The ``torch.compile`` mode of the compiled step on a CUDA device: "reduce-overhead" (CUDA graphs) with
+        ``cuda_graphs``, else None (the default mode)."""
+        return "reduce-overhead" if self.cuda_graphs else None
 
     @property
     def solves_output_layer(self) -> bool:
@@ -222,6 +233,12 @@ class TrainingOptions:
                 raise ConfigError(f"{what}: {len(share)} shares for {o.slabs} slab(s); set training.slabs="
                                   f"{len(share)} or give {o.slabs} shares")
             object.__setattr__(o, "slab_share", [float(w) for w in share])
+        if not isinstance(o.cuda_graphs, bool):
+            raise ConfigError(f"training.cuda_graphs must be true or false, got {o.cuda_graphs!r}")
+        if o.cuda_graphs and not o.compile:
+            raise ConfigError("training.cuda_graphs captures the compiled step as CUDA graphs, but training.compile "
+                              "is off; add --compile (or --set training.compile=true), or set training.cuda_graphs="
+                              "false")
         if o.compile and o.derivatives != "jet":
             raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
                               "'autograd' (nested autograd cannot be compiled); drop one of the two")

@@ -97,12 +97,24 @@ class Points:
         self.added: dict[str, PointCloud] = {}
         self.redistributed: dict[str, PointCloud] = {}
         self.local = getattr(sampling, "shard", "exact") == "local"
+        # on a GPU the host draws the next round's clouds in a thread while the device trains on this round's (the
+        # same draws, from the same seeds, only earlier); the tensors are made on the calling thread
+        self.prefetch = self.device.type == "cuda" and not self.local
+        self._next: tuple[int, object] | None = None  # (round, future of _draw(round))
+        self._executor = None
         if self.local and self.shard_sizes:
             raise ConfigError("shard_sizes (forced uneven shards) needs sampling.shard='exact'; in 'local' mode every "
                               "rank draws its own equal-measure part")
 
     def tensor(self, a: np.ndarray | None) -> torch.Tensor | None:
-        return None if a is None else torch.as_tensor(a, dtype=self.dtype, device=self.device)
+        """``a`` on the training device in the training dtype (None for None).  To a GPU through pinned host memory
+        without waiting: the host draws the next round's points while the device still trains on this one's."""
+        if a is None:
+            return None
+        if self.device.type != "cuda":
+            return torch.as_tensor(a, dtype=self.dtype, device=self.device)
+        host = torch.as_tensor(a, dtype=self.dtype).pin_memory()
+        return host.to(self.device, non_blocking=True)
 
     def shard(self, cloud: PointCloud, sizes=None) -> tuple[np.ndarray, PointCloud]:
         """This rank's spatial shard of a global cloud: (indices, sub-cloud)."""
@@ -138,21 +150,49 @@ class Points:
         return Batch(c, self.tensor(local.points), self.tensor(local.normals), self.tensor(local.weights), n_global,
                      denom, self.tensor(np.array(max(denom, 1e-300))))
 
+    def _draw(self, round_: int) -> list[tuple[PointCloud, int, float]]:
+        """This rank's shard of every constraint's global cloud in round ``round_``, with the global count and
+        denominator (exact mode; numpy only, so that it can run in a thread)."""
+        out = []
+        for c in self.constraints:
+            cloud = self.cloud(c, round_)
+            _, local = self.shard(cloud, self.shard_sizes.get(c.name))
+            denom = float(len(cloud)) if cloud.weights is None else float(np.sum(cloud.weights))
+            out.append((local, len(cloud), denom))
+        return out
+
+    def _drawn(self, round_: int) -> list[tuple[PointCloud, int, float]]:
+        """:meth:`_draw` of ``round_``, taken from the prefetch when it holds that round; then the next round's
+        prefetch is started (on a GPU)."""
+        parts = None
+        if self._next is not None and self._next[0] == round_:
+            parts = self._next[1].result()
+        self._next = None
+        if parts is None:
+            parts = self._draw(round_)
+        if self.prefetch:
+            if self._executor is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="elecsolver-points")
+            self._next = (round_ + 1, self._executor.submit(self._draw, round_ + 1))
+        return parts
+
+    def _forget_prefetch(self) -> None:
+        """Drop a prefetched round (the sets it was drawn from changed); it is drawn again when needed."""
+        self._next = None
+
     def at(self, step: int) -> list[Batch]:
         """The batches of the round that ``step`` belongs to (sampled when the round changes)."""
         round_ = step // self.sampling.resample_every
         if round_ != self.round:
-            self.batches = []
-            for c in self.constraints:
-                if self.local:
-                    self.batches.append(self.local_batch(c, round_))
-                    continue
-                cloud = self.cloud(c, round_)
-                _, local = self.shard(cloud, self.shard_sizes.get(c.name))
-                denom = float(len(cloud)) if cloud.weights is None else float(np.sum(cloud.weights))
-                self.batches.append(Batch(c, self.tensor(local.points), self.tensor(local.normals),
-                                          self.tensor(local.weights), len(cloud), denom,
-                                          self.tensor(np.array(max(denom, 1e-300)))))
+            if self.local:
+                self.batches = [self.local_batch(c, round_) for c in self.constraints]
+            else:
+                self.batches = [Batch(c, self.tensor(local.points), self.tensor(local.normals),
+                                      self.tensor(local.weights), n_global, denom,
+                                      self.tensor(np.array(max(denom, 1e-300))))
+                                for c, (local, n_global, denom) in zip(self.constraints, self._drawn(round_))]
             self.round = round_
         return self.batches
 
@@ -180,6 +220,7 @@ class Points:
             self.added[c.name] = _concat(self.added[c.name], new) if c.name in self.added else new
             added[c.name] = len(new)
         self.round = None  # reshard with the new points
+        self._forget_prefetch()
         return added
 
     def redistribute(self, step: int, score: Callable[[Constraint, torch.Tensor, torch.Tensor | None], torch.Tensor],
@@ -207,6 +248,7 @@ class Points:
             self.redistributed[c.name] = new
             drawn[c.name] = len(new)
         self.round = None  # reshard with the new points
+        self._forget_prefetch()
         return drawn
 
     def _global_scores(self, c: Constraint, pool: PointCloud, score: Callable, all_reduce_sum: Callable) -> np.ndarray:
@@ -240,6 +282,7 @@ class Points:
         self.added = {k: PointCloud(*v) for k, v in state["rar_points"].items()}
         self.redistributed = {k: PointCloud(*v) for k, v in state.get("rad_points", {}).items()}
         self.round = None
+        self._forget_prefetch()
 
 
 def rad_density(eps: np.ndarray, k: float, c: float) -> np.ndarray:

@@ -19,6 +19,17 @@ graph inputs, so neither a moving learning rate nor resampling recompiles (a cha
 points per rank does, once, after which the point dimension is dynamic).  Gradient sync stays eager
 between the two.  L-BFGS runs its strong-Wolfe line search on a closure that recomputes the global loss
 and the synced gradients, so every rank takes the same iterates.
+
+CUDA graphs (``training.cuda_graphs``, with ``compile`` on a CUDA device): both compiled functions use
+``torch.compile``'s mode "reduce-overhead", which records each graph's kernels once as a CUDA graph and then
+replays it (the points are copied into the graph's input buffers; parameters and Adam's state, which live at
+fixed addresses, are not), and every step begins with ``torch.compiler.cudagraph_mark_step_begin()``.  A replay
+overwrites the outputs of the previous one, so nothing here keeps a compiled output past its step (the terms are
+cloned).  Adam's learning rate and step counter are then tensors on the GPU (:func:`~elecsolver.training.optim.
+make_optimizer`), so that the update reads no host memory.
+
+:meth:`Step.run` returns the step's global loss terms as a tensor on the training device without waiting for
+the device; :meth:`Step.__call__` returns them as Python floats (a synchronisation).
 """
 
 from __future__ import annotations
@@ -79,6 +90,9 @@ class Step:
         self.forward_backward = forward_backward or self.accumulated
         self._optimizer_state_dict = optimizer_state_dict
         self.compiled = bool(options.compile)
+        params_device = self.params[0].device if self.params else torch.device("cpu")
+        self.cuda_graphs = self.compiled and bool(getattr(options, "cuda_graphs", False)) and \
+            params_device.type == "cuda"
         self.optimizer = (make_optimizer or _make_optimizer)(self.params, options, self.compiled)
         self.scheduler = make_schedule(self.optimizer, options)
         self.skipped = 0
@@ -89,7 +103,8 @@ class Step:
             # hook and the grad-mode switch with its deliberate graph breaks); it runs under no_grad
             update = inspect.unwrap(type(self.optimizer).step)
             optimizer = self.optimizer
-            self._update = torch.compile(lambda: update(optimizer), fullgraph=True)
+            self._update = torch.compile(lambda: update(optimizer), fullgraph=True,
+                                         mode="reduce-overhead" if self.cuda_graphs else None)
 
     def accumulated(self, batches: list, scale: float = 1.0) -> torch.Tensor:
         """The default forward and backward: ``training.accumulate`` micro-steps over row blocks of every
@@ -102,7 +117,8 @@ class Step:
                 terms = self.terms_fn(part)
             loss = terms.sum()
             (loss * scale if scale != 1.0 else loss).backward()
-            total = terms.detach() if total is None else total + terms.detach()
+            # a copy: under CUDA graphs the next micro-step's replay overwrites the compiled output
+            total = terms.detach().clone() if total is None else total + terms.detach()
         return total.to(torch.float64) if total.dtype in (torch.float16, torch.bfloat16) else total
 
     def _backward(self) -> torch.Tensor:
@@ -114,7 +130,14 @@ class Step:
         return terms
 
     def __call__(self) -> list[float]:
-        """One training step; returns the global loss terms (equal on every rank)."""
+        """One training step; returns the global loss terms (equal on every rank) as Python floats."""
+        return self.run().tolist()
+
+    def run(self) -> torch.Tensor:
+        """One training step; returns the global loss terms [n_terms] (equal on every rank) as a tensor on the
+        training device, without waiting for the device to finish the step."""
+        if self.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         if self.options.optimizer == "lbfgs":
             box: dict = {}
 
@@ -135,7 +158,7 @@ class Step:
             self.optimizer._opt_called = True  # what the scheduler's step wrapper records (compiled mode bypasses it)
         self.scheduler.step()
         self.local_terms = terms.detach().clone()  # this rank's share, before the sum over ranks
-        return self.all_reduce_sum(terms.detach().clone()).tolist()
+        return self.all_reduce_sum(terms.detach().clone())
 
     @property
     def lr(self) -> float:
@@ -151,7 +174,20 @@ class Step:
         return out
 
     def load_state_dict(self, state: dict) -> None:
+        # Optimizer.load_state_dict replaces a tensor learning rate (the one the compiled update and the schedule hold)
+        # and, for a capturable Adam, casts the step counters to float32: keep the tensor, copy the value into it, and
+        # keep the counters in the dtype they were made in (float64, see elecsolver.training.optim)
+        lrs = [g["lr"] for g in self.optimizer.param_groups]
+        steps = {id(p): s["step"].dtype for p, s in self.optimizer.state.items()
+                 if isinstance(s.get("step"), torch.Tensor)}
         self.optimizer.load_state_dict(state["optimizer"])
+        for g, lr in zip(self.optimizer.param_groups, lrs):
+            if isinstance(lr, torch.Tensor):
+                lr.copy_(torch.as_tensor(g["lr"]))
+                g["lr"] = lr
+        for p, s in self.optimizer.state.items():
+            if isinstance(s.get("step"), torch.Tensor) and id(p) in steps:
+                s["step"] = s["step"].to(steps[id(p)])
         self.scheduler.load_state_dict(state["scheduler"])
         self.skipped = state.get("skipped", 0)
         if self.scaler is not None and "loss_scaler" in state:

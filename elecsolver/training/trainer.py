@@ -85,6 +85,8 @@ class Trainer:
         If a launcher started several ranks but no context was given.
     """
 
+    SYNC_EVERY = 50  # on a GPU, steps between reads of the loss (see train)
+
     def __new__(cls, problem: Problem, *args, **kwargs):
         if cls is Trainer and getattr(problem.training, "slabs", 1) > 1:  # the window in time slabs
             from .slabs import SlabTrainer
@@ -116,18 +118,32 @@ class Trainer:
         self.points = Points(self.constraints, problem.sampling, self.options.seed, self.options.steps, self.ctx.rank,
                              self.ctx.world, spatial, self.dtype, self.device, shard_sizes)
         self._terms_fn = self._terms
+        graphs = False
         if self.options.compile:
             if self.device.type == "cpu" and not cxx_compiler():
                 raise ConfigError("training.compile (--compile, or a preset that sets it, such as the point source's "
                                   "ci) runs torch.compile, which on the CPU needs a C++ compiler, and none was found "
                                   "($CXX, g++, c++ or clang++); install one (tools/setup.sh does, as root) or run "
                                   "eager with --set training.compile=false")
-            self._terms_fn = torch.compile(self._terms, fullgraph=True)
-        # the gradient-norm weights of the loss terms (training.balance), 1 until the first balance
+            graphs = self.options.cuda_graphs and self.device.type == "cuda"
+            mode = self.options.compile_mode if graphs else None
+            if self.options.cuda_graphs and not graphs:
+                log.info("training.cuda_graphs has no effect on %s: the step is compiled without CUDA graphs",
+                         self.device)
+            self._terms_fn = torch.compile(self._terms, fullgraph=True, mode=mode)
+        # the gradient-norm weights of the loss terms (training.balance), 1 until the first balance; a copy on the
+        # training device multiplies the terms
         self.balance_weights = torch.ones(len(self.constraints), dtype=torch.float64)
+        self._device_weights = self.balance_weights.to(device=self.device, dtype=self.dtype)
         if self.options.balance["every"]:
             plain = self._terms_fn
-            self._terms_fn = lambda batches: plain(batches) * self.balance_weights.to(self.dtype)
+            self._terms_fn = lambda batches: plain(batches) * self._device_weights
+        # the quasi-Newton finish evaluates the loss many times a step (its line search): under CUDA graphs it runs
+        # eager, since each evaluation would record a new graph
+        self._finish_terms_fn = self._terms_fn
+        if graphs:
+            self._finish_terms_fn = (lambda batches: self._terms(batches) * self._device_weights) \
+                if self.options.balance["every"] else self._terms
         ctx = self.ctx
         forward_backward = None
         if ctx.make_forward_backward is not None:
@@ -243,7 +259,9 @@ class Trainer:
         return self.balance_weights.tolist()
 
     def _push_balance_weights(self) -> None:
-        """Hand the loss-term weights to a pipeline schedule, which forms the loss terms itself."""
+        """Copy the loss-term weights to the training device, and hand them to a pipeline schedule, which forms the
+        loss terms itself."""
+        self._device_weights = self.balance_weights.to(device=self.device, dtype=self.dtype)
         target = getattr(self._forward_backward, "pipeline", self._forward_backward)
         if target is not None and hasattr(target, "term_weights"):
             target.term_weights = self.balance_weights.tolist()
@@ -288,7 +306,7 @@ class Trainer:
         f = self.options.finish
         options = replace(self.options, optimizer=f["optimizer"], lr=f["lr"], lr_final=f["lr"], schedule="constant",
                           compile=False, steps=self.options.finish_steps)
-        self.stepper = Step(self.params, options, self._terms_fn, self._batches_now, self.ctx.sync_gradients,
+        self.stepper = Step(self.params, options, self._finish_terms_fn, self._batches_now, self.ctx.sync_gradients,
                             self.ctx.all_reduce_sum)
         log.info("step %d: quasi-Newton finish, %d %s steps on the points of step %d", self.step,
                  self.options.finish_steps, f["optimizer"], self.options.steps - 1)
@@ -338,10 +356,16 @@ class Trainer:
     # one step ----------------------------------------------------------------------------------
     def train_step(self) -> tuple[float, list[float]]:
         """One optimizer step; returns the global loss and its terms (equal on every rank)."""
-        values = self.stepper()
+        values = self._train_step().tolist()
+        return float(sum(values)), values
+
+    def _train_step(self) -> torch.Tensor:
+        """One optimizer step; the global loss terms [n_terms] on the training device, not waited for."""
+        stepper = self.stepper
+        values = stepper.run() if hasattr(stepper, "run") else torch.as_tensor(stepper(), dtype=torch.float64)
         self.points_processed += sum(b.n_global for b in self.points.batches)
         self.step += 1
-        return float(sum(values)), values
+        return values
 
     def refine(self) -> dict[str, int]:
         """One adaptive-refinement round (see :mod:`elecsolver.training.points`)."""
@@ -400,6 +424,11 @@ class Trainer:
         RuntimeError
             When the run has already done all its steps (``training.steps`` plus the finish's).
         """
+        values = self._advance().tolist()
+        return float(sum(values)), values
+
+    def _advance(self) -> torch.Tensor:
+        """:meth:`advance`, returning the global loss terms as a tensor on the training device (not waited for)."""
         if self.step >= self.options.total_steps:
             raise RuntimeError(f"the run has done all its {self.options.total_steps} steps (training.steps plus the "
                                "finish's); nothing to advance")
@@ -414,16 +443,20 @@ class Trainer:
             self.balance()
         if ls_every and self.step % ls_every == 0 and 0 < self.step < main:
             self.least_squares()
-        loss, terms = self.train_step()
+        terms = self._train_step()
         if rar_every and self.step % rar_every == 0 and self.step < main:
             self.refine()
         if rad_every and self.step % rad_every == 0 and self.step < main:
             self.redistribute()
-        return loss, terms
+        return terms
 
     def train(self, stop_after: int | None = None) -> None:
         """Train up to ``training.steps`` plus the finish's (or up to step ``stop_after``, then checkpoint and
         return).
+
+        On a CPU the loss is read back after every step; on a GPU only every :attr:`SYNC_EVERY` steps and at log and
+        checkpoint steps, so that the host queues the next steps while the device works (a non-finite loss is then
+        reported at the first such step after it).  The wall time counts to the end of the device's work.
 
         Raises
         ------
@@ -433,20 +466,32 @@ class Trainer:
         total = self.options.total_steps
         end = total if stop_after is None else min(stop_after, total)
         bar = self._progress_bar(end)
+        sync_every = self.SYNC_EVERY if self.device.type == "cuda" else 1
         try:
+            t0 = time.perf_counter()
             while self.step < end:
-                t0 = time.perf_counter()
-                loss, terms = self.advance()
-                self.wall_s += time.perf_counter() - t0
-                if not math.isfinite(loss):
-                    raise FloatingPointError(f"the loss became {loss} at step {self.step}; lower training.lr")
+                values = self._advance()
+                log_now = self.step % self.options.log_every == 0 or self.step == end
+                save_now = self.step % self.options.checkpoint_every == 0 or self.step == end
                 if bar is not None:
                     bar.update(1)
+                if not (log_now or save_now or self.step % sync_every == 0):
+                    continue
+                terms = values.tolist()  # waits for the device
+                now = time.perf_counter()
+                self.wall_s += now - t0
+                loss = float(sum(terms))
+                if not math.isfinite(loss):
+                    where = f"at step {self.step}" if sync_every == 1 else \
+                        f"by step {self.step} (read back every {sync_every} steps on a GPU)"
+                    raise FloatingPointError(f"the loss became {loss} {where}; lower training.lr")
+                if bar is not None:
                     bar.set_postfix(loss=f"{loss:.3e}")
-                if self.step % self.options.log_every == 0 or self.step == end:
+                if log_now:
                     self._log(loss, terms)
-                if self.step % self.options.checkpoint_every == 0 or self.step == end:
+                if save_now:
                     self.save_checkpoint()
+                t0 = time.perf_counter()
         finally:
             if bar is not None:
                 bar.close()
@@ -547,7 +592,9 @@ class Trainer:
         path = Path(path) if path is not None else self.checkpoint_path
         if path is None or not path.exists():
             raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
-        state = torch.load(path, map_location=self.device, weights_only=False)
+        # on the host: the random-number states must stay CPU tensors; parameters and optimizer state are copied to
+        # their devices by load_state_dict
+        state = torch.load(path, map_location="cpu", weights_only=False)
         if state["package_version"] != __version__:
             raise ResumeError(f"--resume: the checkpoint was written by elecsolver {state['package_version']}, "
                               f"this is {__version__}; start a fresh run")
