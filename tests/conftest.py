@@ -43,17 +43,17 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def assert_jets_equal_autograd(problem, net, rel: float, seed: int = 4) -> None:
+def assert_jets_equal_autograd(problem, net, rel: float, seed: int = 4, device: str = "cpu") -> None:
     """Every loss term of ``problem`` has the same residual through jets and through nested autograd, within
-    ``rel`` of the largest residual (float64 network ``net``)."""
+    ``rel`` of the largest residual (float64 network ``net``, on ``device`` with the points)."""
     import torch
 
     from elecsolver.training.loss import constraint_residual
 
     for c in problem.constraints():
         cloud = c.sample(seed, 1.0)
-        pts = torch.as_tensor(cloud.points)
-        nrm = None if cloud.normals is None else torch.as_tensor(cloud.normals)
+        pts = torch.as_tensor(cloud.points, device=device)
+        nrm = None if cloud.normals is None else torch.as_tensor(cloud.normals, device=device)
         r_jet = constraint_residual(net, c, pts, nrm, problem.inputs, problem.outputs, "jet").detach()
         r_ad = constraint_residual(net, c, pts, nrm, problem.inputs, problem.outputs, "autograd").detach()
         assert float((r_jet - r_ad).abs().max()) <= rel * float(r_ad.abs().max()), c.name

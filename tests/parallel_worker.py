@@ -2,7 +2,7 @@
 
 Usage: python parallel_worker.py OUT_PREFIX OPTIONS_JSON
 OPTIONS_JSON: {"parallel": {...ParallelOptions fields}, "steps": 5, "accumulate": 1, "hard_initial": false,
-"shard_sizes": {...}, "interior": 97}.  Rank and world come from torchrun-style variables; none: one process.
+"shard_sizes": {...}, "interior": 97, "device": "cpu"}.  Rank and world come from torchrun-style variables; none: one process.
 
 The rank trains the small point source through the Trainer under the strategy and saves, in
 OUT_PREFIX.rank<r>.npz, the loss of step 1, the gradients of step 1 and the parameters after the last step,
@@ -31,13 +31,13 @@ def named(model, ctx, grad: bool) -> dict:
     out = {}
     for name, p in model.named_parameters():
         t = p.grad if grad else p
-        out[name] = (torch.zeros_like(p) if t is None else t).detach().numpy().copy()
+        out[name] = (torch.zeros_like(p) if t is None else t).detach().cpu().numpy().copy()
     return out
 
 
 def main() -> None:
     prefix, options = sys.argv[1], json.loads(sys.argv[2])
-    comm, info, dev = init_data_parallel("cpu")
+    comm, info, dev = init_data_parallel(options.get("device", "cpu"))
     torch.set_num_threads(1)
     problem = small_problem(hard_initial=options.get("hard_initial", False))
     cfg = problem.config
@@ -65,7 +65,8 @@ def main() -> None:
         logging.getLogger("elecsolver").addHandler(Keep())
         cfg["training"]["log_every"] = 1
     model, ctx = apply_parallelism(problem, comm, dev, options.get("parallel"))
-    trainer = Trainer(problem, model, ctx, shard_sizes=options.get("shard_sizes") or None, progress=False)
+    trainer = Trainer(problem, model, ctx, device=str(dev), shard_sizes=options.get("shard_sizes") or None,
+                      progress=False)
     steps = options.get("steps", 5)
     if options.get("same_points"):
         trainer.train(stop_after=2)
