@@ -8,6 +8,7 @@
                                                                   # elecsolver with settings of its own (as --set)
     python benchmarks/vs_deepxde.py --runs 3 --es-preset features  # elecsolver: a preset of its own (here random
                                                                   # features and one least-squares solve)
+    python benchmarks/vs_deepxde.py --device cuda --cuda-graphs --runs 2 --steps 2000   # both on one GPU
 
 Needs DeepXDE (``pip install -e .[bench]`` or ``pip install deepxde``); it runs on its pytorch backend (``DDE_BACKEND=pytorch``).
 
@@ -33,6 +34,11 @@ that both networks give the same field on the 101 x 101 grid, and that DeepXDE's
 own first loss record) equals elecsolver's (``Trainer.loss_terms()``, eager).  DeepXDE's PDE is
 its demo's: ``-hessian(y, x, i=0, j=0) - hessian(y, x, i=1, j=1) - k0^2 y - k0^2 sin sin``,
 ``model.compile("adam", lr=1e-3)``, MSE loss.
+
+On a GPU (``--device cuda``) both children train there: DeepXDE's pytorch backend makes CUDA torch's default
+device when it sees a GPU, and elecsolver's trainer is built with ``device="cuda"`` (``--cuda-graphs``: its
+compiled step also captured as CUDA graphs).  Both are synchronised with the device at the end of every step, so
+that a step's time is the device's time for it.
 
 Timing (``time.perf_counter``).  The training clock starts before the first step (DeepXDE: at
 ``on_train_begin``) and runs to the end of the last; the relative L2 error on the 101 x 101 grid,
@@ -97,6 +103,7 @@ def build_elecsolver(spec: dict, compile_step: bool):
     from elecsolver.config import apply_overrides
 
     cls = get_problem_class("helmholtz-square")
+    device = spec.get("device", "cpu")
     own = spec["system"] == "elecsolver"  # elecsolver's own levers (its Adam steps, an L-BFGS finish, a preset)
     preset = spec.get("es_preset") if own else None
     if preset:  # a preset of elecsolver's own: its dtype, optimizer and steps unless --es-steps
@@ -114,10 +121,18 @@ def build_elecsolver(spec: dict, compile_step: bool):
     config = apply_overrides(config, sets)
     # torch.compile compiles Adam's step; another optimizer (L-BFGS, a least-squares solve) runs eager
     compile_step = compile_step and config["training"].get("optimizer", "adam") == "adam"
-    config = apply_overrides(config, [f"training.compile={str(compile_step).lower()}"])
+    graphs = compile_step and own and bool(spec.get("cuda_graphs")) and device.startswith("cuda")
+    config = apply_overrides(config, [f"training.compile={str(compile_step).lower()}",
+                                      f"training.cuda_graphs={str(graphs).lower()}"])
     problem = cls(config)
-    trainer = Trainer(problem, progress=False)
+    trainer = Trainer(problem, device=device, progress=False)
     return problem, trainer
+
+
+def device_sync(spec: dict) -> None:
+    """Wait for the device (a GPU run: the step's time is then the device's)."""
+    if spec.get("device", "cpu").startswith("cuda"):
+        torch.cuda.synchronize()
 
 
 def pde_points(trainer) -> np.ndarray:
@@ -166,9 +181,11 @@ def run_elecsolver(spec: dict) -> dict:
     step_s, losses = [], []
     excluded = 0.0
     start = time.perf_counter()
+    device_sync(spec)
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
         loss, _ = trainer.advance()  # Trainer.train's schedule: the finish, balancing, least squares, RAR / RAD
+        device_sync(spec)  # advance() has read the loss back already; kept for symmetry with DeepXDE's clock
         t1 = time.perf_counter()
         if step <= main_steps:  # ms/step: Adam steps only
             step_s.append(t1 - t0)
@@ -193,6 +210,8 @@ def run_deepxde(spec: dict) -> dict:
 
     if backend_name != "pytorch":
         raise SystemExit(f"DeepXDE runs on the {backend_name!r} backend, not pytorch (DDE_BACKEND=pytorch was set)")
+    # DeepXDE's import makes CUDA torch's default device wherever a GPU is visible; train where --device says
+    torch.set_default_device(spec.get("device", "cpu"))
     dde.config.set_default_float("float32")
     dde.config.set_random_seed(spec["seed"])
     problem, trainer = build_elecsolver(spec, compile_step=False)  # points, initial weights, step-0 loss
@@ -237,12 +256,12 @@ def run_deepxde(spec: dict) -> dict:
                 raise SystemExit(f"layer shapes differ: {tuple(src.weight.shape)} vs {tuple(dst.weight.shape)}")
             dst.weight.copy_(src.weight)
             dst.bias.copy_(src.bias)
-    grid = torch.as_tensor(problem.output_points(), dtype=torch.float32)
+    grid = torch.as_tensor(problem.output_points(), dtype=torch.float32, device=spec.get("device", "cpu"))
 
     def predict() -> np.ndarray:
         net.eval()
         with torch.no_grad():
-            out = net(grid).double().numpy()
+            out = net(grid).double().cpu().numpy()
         net.train()
         return out
 
@@ -277,9 +296,11 @@ def run_deepxde(spec: dict) -> dict:
             self.start = time.perf_counter()
 
         def on_epoch_begin(self):
+            device_sync(spec)
             self.t0, self.test_before = time.perf_counter(), test_s[0]
 
         def on_epoch_end(self):
+            device_sync(spec)
             t1 = time.perf_counter()
             step_s.append(t1 - self.t0 - (test_s[0] - self.test_before))
             step = self.model.train_state.step
@@ -374,6 +395,9 @@ def main(argv=None) -> dict:
                         help="steps between grid errors (default 100; excluded from the clock)")
     parser.add_argument("--window", type=int, default=50, help="steps per timing window (default 50)")
     parser.add_argument("--eager", action="store_true", help="elecsolver without torch.compile")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda: where both systems train")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="with --device cuda: elecsolver's compiled step also captured as CUDA graphs")
     parser.add_argument("--es-steps", type=int, default=None,
                         help="elecsolver's Adam steps (default --steps; DeepXDE always runs --steps)")
     parser.add_argument("--finish", type=int, default=0,
@@ -410,7 +434,8 @@ def main(argv=None) -> dict:
 
     from elecsolver import __version__
 
-    mode = "eager" if args.eager else "torch.compile"
+    mode = "eager" if args.eager else ("torch.compile + CUDA graphs" if args.cuda_graphs and
+                                       args.device.startswith("cuda") else "torch.compile")
     if args.es_preset:  # the preset's own optimizer; only Adam's step is compiled
         from elecsolver.problems import get_problem_class
 
@@ -421,8 +446,9 @@ def main(argv=None) -> dict:
                 opt["optimizer"] = value
         if opt.get("optimizer", "adam") != "adam":
             mode = f"eager (training.optimizer {opt['optimizer']})"
-    print(f"torch {torch.__version__}, elecsolver {__version__}, CPU: {cpu_model()}, "
-          f"python {platform.python_version()}", flush=True)
+    gpu = f", GPU: {torch.cuda.get_device_name(0)}" if args.device.startswith("cuda") else ""
+    print(f"torch {torch.__version__}, elecsolver {__version__}, CPU: {cpu_model()}{gpu}, "
+          f"python {platform.python_version()}, device {args.device}", flush=True)
     print(f"helmholtz-square (DeepXDE's Helmholtz_Dirichlet_2d demo, hard constraint), float32, Adam lr 1e-3, "
           f"{args.steps} steps, {args.runs} run(s) per system interleaved (seed = run index), "
           f"{args.threads} thread(s) per run, elecsolver step: {mode}", flush=True)
@@ -451,7 +477,8 @@ def main(argv=None) -> dict:
         for system in SYSTEMS:
             spec = {"system": system, "seed": i, "steps": args.steps, "threads": args.threads,
                     "eval_every": args.eval_every, "compile": not args.eager, "es_steps": args.es_steps,
-                    "finish": args.finish, "es_set": args.es_set, "es_preset": args.es_preset}
+                    "finish": args.finish, "es_set": args.es_set, "es_preset": args.es_preset,
+                    "device": args.device, "cuda_graphs": args.cuda_graphs}
             r = saved["runs"][len(runs)] if saved else run_child(spec)
             r["ms_step"] = step_ms(r["step_s"], args.window)
             r["ms_step_fast"] = step_ms(r["step_s"], args.window, FAST_QUANTILE)
@@ -578,7 +605,8 @@ def main(argv=None) -> dict:
                     "runs": args.runs, "eval_every": args.eval_every, "window": args.window,
                     "warmup_steps": WARMUP_STEPS, "elecsolver_step": mode, "dtype": "float32",
                     "es_steps": args.es_steps, "finish": args.finish, "es_set": args.es_set,
-                    "es_preset": args.es_preset,
+                    "es_preset": args.es_preset, "device": args.device, "cuda_graphs": args.cuda_graphs,
+                    "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None,
                     "targets": {"step_ratio_min": STEP_TARGET, "time_ratio_max": TIME_TARGET,
                                 "accuracy_time_ratio_max": ACCURACY_TIME_TARGET}},
            "runs": runs, "summary": summary, "notes": notes}
