@@ -66,6 +66,7 @@ HS = "helmholtz-square"
 # the full preset first: on a GPU it is the one that matters, and the budget may end before the others
 PRESETS = [(MPS, "full"), (MPS, "quick"), (MPS, "ci"), (HS, "quick")]
 MODES = ("eager", "compiled", "cuda_graphs")
+FULL_BUDGET_S = 270.0  # the full preset's training time on one GPU, compilation included (target: at most 300 s)
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------------
@@ -228,6 +229,11 @@ def preset_step(name: str, preset: str, mode: str, dev: torch.device, warmup: in
             out["kernel_ms_per_step_error"] = _err(exc)
         if mode == "cuda_graphs" and out.get("kernel_ms_per_step"):
             out["wall_over_kernels"] = ms / out["kernel_ms_per_step"]
+    if (name, preset, mode) == (MPS, "full", "cuda_graphs"):
+        # the steps that fit the full preset's training budget with this step time and this compilation (the number
+        # for `tools/gpu_full_run.sh OUT --steps N`; docs/gpu.md)
+        out["steps_in_budget"] = {"budget_s": FULL_BUDGET_S,
+                                  "steps": int((FULL_BUDGET_S - first_s) / (ms / 1e3)) // 1000 * 1000}
     del trainer
     return out
 

@@ -42,7 +42,8 @@ norms every 500 steps (``training.balance``) and the sampled time window ramped 
 the first 80 % of the steps (``sampling.time_ramp``).  Presets: ``ci`` (half the points, 3300 steps, under a
 minute on 2 CPU cores), ``quick`` (the default, at most 15 minutes; 544 s measured, full window 1.65 / 1.51 /
 1.73 %), ``long`` (at most 2 hours, the former recipe: 100000 steps in two time slabs, 99 min measured,
-1.62 / 1.83 / 1.55 % full), ``full`` (a GPU, not measured).
+1.62 / 1.83 / 1.55 % full), ``full`` (one GPU for 5 minutes: quick's recipe with 4x the points and about 10x the
+steps, compiled with CUDA graphs; not yet run on a GPU, docs/gpu.md).
 
 Reference: a Yee FDTD solution (:mod:`elecsolver.reference.fdtd`), cached per configuration.
 """
