@@ -212,19 +212,19 @@ def preset_step(name: str, preset: str, mode: str, dev: torch.device, warmup: in
     points = sum(b.n_global for b in trainer.points.at(0))
     sync(dev)
     t = time.perf_counter()
-    trainer._advance()
+    trainer.advance_terms()
     sync(dev)
     first_s = time.perf_counter() - t
     for _ in range(warmup - 1):
-        trainer._advance()
-    windows = [_window_ms(trainer._advance, dev, window) for _ in range(3)]
+        trainer.advance_terms()
+    windows = [_window_ms(trainer.advance_terms, dev, window) for _ in range(3)]
     ms = statistics.median(windows)
     out = {"problem": name, "preset": preset, "mode": mode, "points_per_step": points, "first_step_s": first_s,
            "ms_per_step": ms, "windows_ms": windows, "points_per_s": points / ms * 1e3,
            "peak_mib": peak_mib(dev), "params": sum(p.numel() for p in trainer.params)}
     if mode != "eager" and dev.type == "cuda":
         try:  # the profiler's kernel records (inside CUDA graphs where it sees them)
-            out["kernel_ms_per_step"] = _kernel_ms_per_step(trainer._advance, dev, 20)
+            out["kernel_ms_per_step"] = _kernel_ms_per_step(trainer.advance_terms, dev, 20)
         except Exception as exc:
             out["kernel_ms_per_step_error"] = _err(exc)
         if mode == "cuda_graphs" and out.get("kernel_ms_per_step"):
@@ -395,7 +395,7 @@ def sync_section(dev: torch.device) -> dict:
     from elecsolver.trainer import Trainer
 
     tr = Trainer(problem_of(MPS, "quick"), device=str(dev), progress=False)
-    tr._advance()  # the first step (balancing at step 0, the first points) outside the record
+    tr.advance_terms()  # the first step (balancing at step 0, the first points) outside the record
     sync(dev)
     found: list[str] = []
     torch.cuda.set_sync_debug_mode("warn")
@@ -403,7 +403,7 @@ def sync_section(dev: torch.device) -> dict:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for _ in range(3):
-                tr._advance()
+                tr.advance_terms()
             sync(dev)
         for w in caught:
             found.append(f"{Path(w.filename).name}:{w.lineno}: {str(w.message).splitlines()[0][:160]}")

@@ -5,7 +5,7 @@ Usage: python failure_worker.py ELECSOLVER_ARGS...   (the arguments of ``elecsol
                                                    process-group threads left after shutdown(); exit 1 if any)
 
 It runs the real command line (``elecsolver.cli.main``, so the composition in ``cli.train``) with the
-trainer's ``train_step`` wrapped to fail on one rank, chosen by environment variables:
+trainer's ``step_terms`` wrapped to fail on one rank, chosen by environment variables:
 
 - ``FAIL_RANK`` (default: none, no failure) and ``FAIL_STEP`` (default 3): the rank and the 1-based step; step 0
   means right after the ranks have joined (outside ``train``'s try/finally, before the first collective);
@@ -72,14 +72,14 @@ def _inject() -> None:
 
         data_parallel.init_data_parallel = init_data_parallel
         return
-    plain = Trainer.train_step
+    plain = Trainer.step_terms  # the one optimizer step that train() and train_step() both go through
 
-    def train_step(self):
+    def step_terms(self):
         if self.step + 1 == step:
             _fail(rank, step, mode)
         return plain(self)
 
-    Trainer.train_step = train_step
+    Trainer.step_terms = step_terms
 
 
 def threads_after_shutdown() -> int:

@@ -356,10 +356,10 @@ class Trainer:
     # one step ----------------------------------------------------------------------------------
     def train_step(self) -> tuple[float, list[float]]:
         """One optimizer step; returns the global loss and its terms (equal on every rank)."""
-        values = self._train_step().tolist()
+        values = self.step_terms().tolist()
         return float(sum(values)), values
 
-    def _train_step(self) -> torch.Tensor:
+    def step_terms(self) -> torch.Tensor:
         """One optimizer step; the global loss terms [n_terms] on the training device, not waited for."""
         stepper = self.stepper
         values = stepper.run() if hasattr(stepper, "run") else torch.as_tensor(stepper(), dtype=torch.float64)
@@ -424,10 +424,10 @@ class Trainer:
         RuntimeError
             When the run has already done all its steps (``training.steps`` plus the finish's).
         """
-        values = self._advance().tolist()
+        values = self.advance_terms().tolist()
         return float(sum(values)), values
 
-    def _advance(self) -> torch.Tensor:
+    def advance_terms(self) -> torch.Tensor:
         """:meth:`advance`, returning the global loss terms as a tensor on the training device (not waited for)."""
         if self.step >= self.options.total_steps:
             raise RuntimeError(f"the run has done all its {self.options.total_steps} steps (training.steps plus the "
@@ -443,7 +443,7 @@ class Trainer:
             self.balance()
         if ls_every and self.step % ls_every == 0 and 0 < self.step < main:
             self.least_squares()
-        terms = self._train_step()
+        terms = self.step_terms()
         if rar_every and self.step % rar_every == 0 and self.step < main:
             self.refine()
         if rad_every and self.step % rad_every == 0 and self.step < main:
@@ -470,7 +470,7 @@ class Trainer:
         try:
             t0 = time.perf_counter()
             while self.step < end:
-                values = self._advance()
+                values = self.advance_terms()
                 log_now = self.step % self.options.log_every == 0 or self.step == end
                 save_now = self.step % self.options.checkpoint_every == 0 or self.step == end
                 if bar is not None:
