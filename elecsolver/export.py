@@ -35,7 +35,8 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         The metrics written to metrics.json: problem, preset, steps, wall_s (training wall time in s),
         points_per_s (collocation points per second of training), rel_l2 {window: {field: error}} (empty
         without a reference), world_size (all ranks), parallel (the strategy's options, empty for data
-        parallelism alone), and for complex fields time_convention (e.g. "exp(-i omega t)").
+        parallelism alone), for complex fields time_convention (e.g. "exp(-i omega t)"), and for a family of
+        configurations the configuration exported, {parameter: {value, unit, key, range}}.
     """
     problem, out = trainer.problem, Path(out_dir)
     fields = trainer.predict()
@@ -52,6 +53,8 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         "dtype": trainer.options.dtype,
         "device": str(trainer.device),
     }
+    if problem.parameters:  # a family: the configuration exported and scored
+        metrics["configuration"] = problem.parameter_record()
     attrs = {"problem": problem.name, "config": problem.config, "scales": problem.scales.as_dict(), "metrics": metrics}
     if problem.time_convention:  # a time-harmonic problem's complex fields: the phasor convention
         attrs["time_convention"] = problem.time_convention

@@ -49,10 +49,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from .axes import Axis, Parameter
 from .config import ConfigError, merge
 from .geometry import Domain, TimeDomain
 from .operators import Fields, SubdomainFields
-from .physics.base import PDE, Condition, Context, Derivatives
+from .physics.base import PDE, Condition, Context, Derivatives, axis_scale
 from .sampling import PointCloud
 from .scales import Scales
 from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, TrainingOptions
@@ -136,6 +137,8 @@ class Problem:
     ----------
     config : dict, optional
         Full configuration (default: the default preset's).
+    extrapolate : bool
+        Accept a configuration (the parameters' values, see :attr:`configuration`) outside the trained box.
 
     Raises
     ------
@@ -161,7 +164,7 @@ class Problem:
     windows: dict[str, float | None]
     progress_window: str | None
 
-    def __init__(self, config: dict | None = None):
+    def __init__(self, config: dict | None = None, *, extrapolate: bool = False):
         self.config = copy.deepcopy(config) if config is not None else self.preset_config()
         self.training = TrainingOptions.from_config(self.config)
         self.sampling = SamplingOptions.from_config(self.config)
@@ -169,8 +172,11 @@ class Problem:
         self.conditions, self.scales, self.times, self.regions, self.heads = [], Scales(), None, {}, []
         self.windows, self.progress_window, self.output = {"full": None}, None, None
         self.derived, self.subdomains, self.interfaces = {}, {}, []
+        self.parameters: list[Parameter] = []
+        self.extrapolate = bool(extrapolate)
         try:
             self.setup()
+            self._check_parameters()
             self.check()
             self._finish()
         except ConfigError:
@@ -234,8 +240,13 @@ class Problem:
             raise ValueError(f"{type(self.pde).__name__}.units must be a dict {{component: SI unit}} for {fields}, "
                              f"e.g. {{{fields[0]!r}: 'V/m'}}, got {units!r}")
         space = self.space_domain
-        self.inputs = (*_AXES[: space.dim], *(("t",) if self.time_dependent else ()))
-        self.pde.check_inputs(self.inputs)
+        self.axes = (*(Axis(a, "space", "m") for a in _AXES[: space.dim]),
+                     *((Axis("t", "time", "s"),) if self.time_dependent else ()),
+                     *(p.axis for p in self.parameters))
+        self.inputs = tuple(a.name for a in self.axes)
+        # the inputs the PDE and the conditions differentiate along (the jets carry no parameter direction)
+        self.field_inputs = tuple(a.name for a in self.axes if a.kind != "parameter")
+        self.pde.check_inputs(self.field_inputs)
         self.fields = tuple(self.pde.fields)
         self.complex_fields = tuple(getattr(self.pde, "complex_fields", ()))
         unknown = [n for n in self.complex_fields if n not in self.fields]
@@ -253,9 +264,9 @@ class Problem:
             if not isinstance(d, Derived) or name in self.fields:
                 raise ValueError(f"derived[{name!r}] must be an elecsolver.Derived(unit, fn) whose name is not a "
                                  f"PDE field {self.fields}")
-        self.units = {**{a: "m" for a in self.inputs if a != "t"}, **({"t": "s"} if self.time_dependent else {}),
-                      **self.pde.units}
-        self.context = Context(self.inputs, self.scales, dict(self.pde.units), self.pde)
+        self.units = {**{a.name: a.unit for a in self.axes}, **self.pde.units}
+        self.context = Context(self.inputs, self.scales, dict(self.pde.units), self.pde,
+                               {p.name: p.unit for p in self.parameters})
         names = [self.pde.name, *self.regions, *(c.name for c in self.conditions), *(i.name for i in self.interfaces)]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -411,9 +422,14 @@ class Problem:
             getattr(c, "hard", False) for c in self.conditions if c.where == "initial"))
 
     def training_units(self, points_si: np.ndarray) -> np.ndarray:
-        """SI points [N, d] (m, s) -> training units (x/L, t/T)."""
-        unit = np.array([self.scales.time if a == "t" else self.scales.length for a in self.inputs])
-        return np.asarray(points_si, dtype=np.float64) / unit
+        """SI points [N, k] (m, s, then the parameters in their units; the first k inputs) -> training units (x/L,
+        t/T, a parameter / its unit's scale)."""
+        pts = np.asarray(points_si, dtype=np.float64)
+        return pts / self._axis_scales()[: pts.shape[1]]
+
+    def _axis_scales(self) -> np.ndarray:
+        """The SI value of one training unit along each input [d]."""
+        return np.array([axis_scale(a, self.scales, self.context.parameters) for a in self.inputs])
 
     # sampling --------------------------------------------------------------------------------
     def _time_window(self, domain: Domain, progress: float) -> Domain:
@@ -438,7 +454,10 @@ class Problem:
             c = dom.sample_boundary(n, method, seed, tags=tags)
         else:
             c = self.domain.sample_initial(n, method, seed)
-        return PointCloud(self.training_units(c.points), c.normals, c.weights)
+        pts = self.training_units(c.points)
+        if self.parameters:  # every point with a configuration of its own from the trained box
+            pts = np.concatenate([pts, self.parameter_columns(pts.shape[0], seed)], axis=1)
+        return PointCloud(pts, c.normals, c.weights)
 
     def _count(self, name: str, fallback: str, declared: int | None = None) -> int:
         if declared is not None:
@@ -452,7 +471,7 @@ class Problem:
         ``sampling.pde_on_boundary``)."""
         ctx, out = self.context, []
         weights = self.config.get("loss", {})
-        d = self.pde.derivatives(self.inputs, self.scales)
+        d = self.pde.derivatives(self.field_inputs, self.scales)
 
         def make(name, n, sample, residual, der: Derivatives, weight):
             weight = float(weights.get(name, weight))
@@ -481,7 +500,7 @@ class Problem:
             def res_c(f, pts, nrm, c=c):
                 return c.residual(self._view(f, pts), pts, nrm, ctx)
 
-            make(c.name, n, sample_c, res_c, c.derivatives(self.inputs), c.weight)
+            make(c.name, n, sample_c, res_c, c.derivatives(self.field_inputs), c.weight)
         for i in self.interfaces:
             n = self._count(i.name, "interface" if "interface" in self.config["sampling"] else "boundary", i.points)
             sub, outside = self.subdomains[i.subdomain], i.outside or BACKGROUND
@@ -497,7 +516,7 @@ class Problem:
                 sides = [SubdomainFields(f, self.fields, self.subdomain_order, side=s) for s in (i.subdomain, outside)]
                 return self.pde.interface_residual(*sides, pts - shift, pts + shift, nrm, ctx)
 
-            make(i.name, n, sample_i, res_i, self.pde.interface_derivatives(self.inputs), i.weight)
+            make(i.name, n, sample_i, res_i, self.pde.interface_derivatives(self.field_inputs), i.weight)
         return out
 
     def _pde_sampler(self, n: int):
@@ -550,6 +569,9 @@ class Problem:
 
         lo, hi = self.domain.bbox()
         lo, hi = self.training_units(lo[None])[0], self.training_units(hi[None])[0]
+        if self.parameters:  # each parameter's input scaled over its trained range
+            lo = np.concatenate([lo, self.training_units_of_parameters(np.array([[p.lower for p in self.parameters]]))[0]])
+            hi = np.concatenate([hi, self.training_units_of_parameters(np.array([[p.upper for p in self.parameters]]))[0]])
         if self.subdomains:
             body = self._subdomain_body(lo, hi)
         else:
@@ -587,7 +609,7 @@ class Problem:
         normal to the other axes, so it is multiplied by prod_{b != a} (x_b - lo_b)(hi_b - x_b) / h_b^2."""
         from .networks import HardDirichlet
 
-        space = [a for a in self.inputs if a != "t"]
+        space = [a.name for a in self.axes if a.kind == "space"]
         heads = []
         for axis, name in zip(_AXES, self.pde.E):
             if name is None:
@@ -613,7 +635,7 @@ class Problem:
         if not self.has_exact():
             return None
 
-        pts = torch.as_tensor(self._template().points(), dtype=torch.float64)
+        pts = torch.as_tensor(self.with_configuration(self._template().points()), dtype=torch.float64)
         name = f"{type(self).__name__}.exact"
         try:
             values = self.exact(*pts.T)
@@ -681,9 +703,80 @@ class Problem:
                 cols.append(v / scale)
         return torch.stack(cols, 1)
 
-    def output_points(self, times: np.ndarray | None = None) -> np.ndarray:
-        """Training-unit inputs at every output (time, site), time-major, [nt * S, d]."""
-        return self.training_units(self._template(times).points())
+    def output_points(self, times: np.ndarray | None = None, configuration: Mapping[str, float] | None = None
+                      ) -> np.ndarray:
+        """Training-unit inputs at every output (time, site), time-major, [nt * S, d]; the parameters' columns hold
+        ``configuration`` ({name: SI value}, default :attr:`configuration`)."""
+        return self.training_units(self.with_configuration(self._template(times).points(), configuration))
+
+    # parameters ------------------------------------------------------------------------------
+    def _check_parameters(self) -> None:
+        """Validate ``parameters`` and read the configuration: each parameter's value at its ``key`` (a number), or
+        the middle of its range without a key."""
+        seen = set()
+        self.configuration: dict[str, float] = {}
+        for p in self.parameters:
+            if not isinstance(p, Parameter):
+                raise ValueError(f"parameters must be elecsolver.Parameter objects, got {p!r}")
+            if p.name in seen:
+                raise ValueError(f"parameter {p.name!r} is declared twice")
+            seen.add(p.name)
+            value = 0.5 * (p.lower + p.upper) if p.key is None else _lookup(self.config, p.key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"{p.key} = {value!r}: the configuration of a family gives each parameter one "
+                                  f"number (its trained range is [{p.lower:g}, {p.upper:g}] {p.unit})")
+            self.configuration[p.name] = float(value)
+        fixed = getattr(self.sampling, "parameters", "box") == "fixed"
+        if not (self.extrapolate or fixed):
+            for p in self.parameters:
+                v = self.configuration[p.name]
+                if not p.contains(v):
+                    raise ConfigError(f"{p.key or p.name} = {v:g} {p.unit} lies outside the trained range "
+                                      f"[{p.lower:g}, {p.upper:g}] {p.unit}; choose a value inside it, or accept an "
+                                      "extrapolation (elecsolver query --extrapolate; or train this configuration "
+                                      "with --set sampling.parameters=fixed)")
+
+    def parameter_record(self) -> dict[str, dict]:
+        """The configuration for output files: {name: {"value": SI value, "unit", "key", "range": [lower, upper]}}
+        (empty without parameters)."""
+        return {p.name: {"value": self.configuration[p.name], "unit": p.unit, "key": p.key,
+                         "range": [p.lower, p.upper]} for p in self.parameters}
+
+    def with_configuration(self, points_si: np.ndarray, configuration: Mapping[str, float] | None = None
+                           ) -> np.ndarray:
+        """SI points [N, k] (space and time) with the parameters' columns appended, each holding its value in
+        ``configuration`` ({name: SI value}; default :attr:`configuration`), [N, k + P]."""
+        pts = np.asarray(points_si, dtype=np.float64)
+        if not self.parameters:
+            return pts
+        conf = {**self.configuration, **(configuration or {})}
+        unknown = sorted(set(configuration or {}) - {p.name for p in self.parameters})
+        if unknown:
+            raise ValueError(f"the configuration names {unknown}, which are no parameters of {self.name} "
+                             f"({[p.name for p in self.parameters]})")
+        cols = np.broadcast_to(np.array([conf[p.name] for p in self.parameters]), (pts.shape[0], len(self.parameters)))
+        return np.concatenate([pts, cols], axis=1)
+
+    def parameter_columns(self, n: int, seed: int) -> np.ndarray:
+        """The parameters' columns of ``n`` collocation points in training units, [n, P]: a scrambled Sobol draw in
+        the trained box (``sampling.parameters = "box"``, seeded by ``seed``; independent of the space-time draw,
+        so that every point sees its own configuration), or the configuration at every point (``"fixed"``)."""
+        if not self.parameters:
+            return np.zeros((n, 0))
+        if getattr(self.sampling, "parameters", "box") == "fixed":
+            values = np.array([[self.configuration[p.name] for p in self.parameters]])
+            return self.training_units_of_parameters(np.broadcast_to(values, (n, len(self.parameters))))
+        from .sampling import derive_seed, unit_samples
+
+        u = unit_samples(n, len(self.parameters), self.sampling.method, derive_seed(seed, "parameters"))
+        lo = np.array([p.lower for p in self.parameters])
+        hi = np.array([p.upper for p in self.parameters])
+        return self.training_units_of_parameters(lo + u * (hi - lo))
+
+    def training_units_of_parameters(self, values_si: np.ndarray) -> np.ndarray:
+        """Parameter values [N, P] (SI, declaration order) -> training units."""
+        k = len(self.inputs) - len(self.parameters)
+        return np.asarray(values_si, dtype=np.float64) / self._axis_scales()[k:]
 
     def output_fieldset(self, values: np.ndarray, times: np.ndarray | None = None, si: bool = False):
         """A FieldSet on the output sites from the network's channels [nt * S, len(outputs)] (training units
@@ -725,7 +818,8 @@ class Problem:
             for name, d in self.derived.items():
                 fields[name] = np.asarray(d.fn(flat, *coords)).reshape(shape)
                 units[name] = d.unit
-        return FieldSet(self.output, fields, units, times=times, mask=self.output_mask())
+        return FieldSet(self.output, fields, units, times=times, mask=self.output_mask(),
+                        parameters=dict(self.configuration) if self.parameters else None)
 
     def output_mask(self) -> np.ndarray | None:
         """Which output sites lie in the spatial domain (bool, the sites' shape; within 1e-9 of its size), or None
@@ -787,6 +881,16 @@ class _Values(nn.Module):
         from .physics.base import values_of
 
         return values_of(self.fn, self.names, x, self.ctx, "the initial values")[:, self.copies]
+
+
+def _lookup(config: Mapping, key: str):
+    """The value at dotted ``key`` of a nested configuration, or None."""
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def _count_rows(sites, times) -> int:

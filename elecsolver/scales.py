@@ -67,7 +67,8 @@ class Scales:
                 raise ValueError(f"scale {name!r} must be a positive finite number, got {value!r}")
 
     def of_unit(self, unit: str) -> float:
-        """The scale of a quantity in SI unit ``unit`` ("m", "s", "V/m", "A/m", "V", "A", "1" or an ``extra`` unit).
+        """The scale of a quantity in SI unit ``unit`` ("m", "s", "V/m", "A/m", "V", "A", "Hz" = 1/T, "1" or an
+        ``extra`` unit).
 
         Raises
         ------
@@ -75,7 +76,8 @@ class Scales:
             For a unit with no declared scale (the message says how to declare one).
         """
         table = {"m": self.length, "s": self.time, "V/m": self.E0, "A/m": self.H0, "V": self.E0 * self.length,
-                 "A": self.H0 * self.length, "1": 1.0, "": 1.0, **self.extra}
+                 "A": self.H0 * self.length, "1": 1.0, "": 1.0, "Hz": 1.0 / self.time, "1/s": 1.0 / self.time,
+                 **self.extra}
         try:
             return float(table[unit])
         except KeyError:

@@ -14,6 +14,7 @@ from .maxwell_cavity_2d import MaxwellCavity2D
 from .maxwell_cavity_3d import MaxwellCavity3D
 from .maxwell_plane_wave_2d import MaxwellPlaneWave2D
 from .maxwell_point_source_2d import MaxwellPointSource2D
+from .maxwell_point_source_family import MaxwellPointSourceFamily
 from .pec_cylinder_scattering import PECCylinderScattering
 from .waveguide_te10 import WaveguideTE10
 
@@ -54,3 +55,4 @@ register(WaveguideTE10)
 register(LineSource2D)
 register(ElectrostaticsDielectricCylinder)
 register(DielectricInterface1D)
+register(MaxwellPointSourceFamily)

@@ -60,10 +60,15 @@ class QuasiStaticNearField(nn.Module):
     hz_factor : float
         eps_r a_E of the Ampere residual (:mod:`elecsolver.physics.maxwell`) at the source, 1 in vacuum at the
         default scales; 0 (the default) adds nothing to Hz.
+    columns : dict, optional
+        For a family (parameter inputs): {"x0": k, "y0": k, "f": k}, the input columns holding the source centre
+        and the pulse's frequency f' = f T in training units; each given column replaces its number (x0, y0; t0 and
+        tau from tau' = sqrt(2.3) / (pi f'), t0' = 3.65 tau', :class:`elecsolver.physics.GaussianPulse`).  The jets
+        carry no derivative along these columns.
     """
 
     def __init__(self, *, amplitude: float, x0: float, y0: float, sigma: float,
-                 radius: float, t0: float, tau: float, hz_factor: float = 0.0):
+                 radius: float, t0: float, tau: float, hz_factor: float = 0.0, columns: dict | None = None):
         super().__init__()
         if sigma <= 0 or radius <= 0 or tau <= 0:
             raise ValueError("sigma, radius and tau must be positive")
@@ -71,21 +76,36 @@ class QuasiStaticNearField(nn.Module):
             float(amplitude), float(x0), float(y0), float(sigma), float(radius), float(t0), float(tau))
         self.hz_factor = float(hz_factor)
         self.hz_offset = math.log(self.r**2 / (2 * self.s**2)) + EULER_GAMMA
+        self.columns = dict(columns or {})
+        unknown = sorted(set(self.columns) - {"x0", "y0", "f"})
+        if unknown:
+            raise ValueError(f"columns may name x0, y0 and f, got {unknown}")
+
+    def _source(self, p):
+        """(x0, y0, t0, tau) at inputs p [N, d]: the numbers, or per point from the parameter columns."""
+        c = self.columns
+        x0 = p[:, c["x0"]] if "x0" in c else self.x0
+        y0 = p[:, c["y0"]] if "y0" in c else self.y0
+        if "f" in c:
+            tau = math.sqrt(2.3) / (math.pi * p[:, c["f"]])
+            return x0, y0, 3.65 * tau, tau
+        return x0, y0, self.t0, self.tau
 
     def _field_and_jacobian(self, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(E_qs, Hz_qs) chi at p [N, 3] -> values [N, 3] and d(Ex, Ey, Hz)/d(x, y, t) [N, 3, 3] (float64 inside)."""
         p64 = p.detach().double()
-        dx, dy, t = p64[:, 0] - self.x0, p64[:, 1] - self.y0, p64[:, 2]
+        x0, y0, t0, tau = self._source(p64)
+        dx, dy, t = p64[:, 0] - x0, p64[:, 1] - y0, p64[:, 2]
         w = dx**2 + dy**2
         s2, r2 = self.s**2, self.r**2
         phi, dphi = _phi_and_dphi(w / (2 * s2))
         chi = torch.exp(-w / (2 * r2))
         big_p = phi / (2 * s2) * chi                              # h chi, h = phi / (2 sigma^2)
         dp_dw = chi * (dphi / (4 * s2 * s2) - phi / (2 * s2) / (2 * r2))
-        u = (t - self.t0) / self.tau
+        u = (t - t0) / tau
         g = torch.exp(-(u**2))
         c = -self.a / (2 * math.pi)  # Ex = -a g h dy / (2 pi), Ey = a g h dx / (2 pi)
-        big_g, dg = c * g, c * (-2 * u / self.tau) * g
+        big_g, dg = c * g, c * (-2 * u / tau) * g
         ex, ey = big_g * big_p * dy, -big_g * big_p * dx
         jac = torch.stack([
             torch.stack([big_g * dy * dp_dw * 2 * dx, big_g * (big_p + dy * dp_dw * 2 * dy), dg * big_p * dy], 1),
@@ -100,7 +120,7 @@ class QuasiStaticNearField(nn.Module):
         q_val = ein_q * chi
         dq_dw = chi * (phi / (2 * s2) - ein_q / (2 * r2))
         b = -self.hz_factor * self.a / (4 * math.pi)
-        gp, gpp = b * (-2 * u / self.tau) * g, b * (4 * u**2 - 2) / self.tau**2 * g
+        gp, gpp = b * (-2 * u / tau) * g, b * (4 * u**2 - 2) / tau**2 * g
         jac_hz = torch.stack([gp * dq_dw * 2 * dx, gp * dq_dw * 2 * dy, gpp * q_val], 1)
         jac = torch.cat([jac, jac_hz.unsqueeze(1)], 1)
         return torch.stack([ex, ey, gp * q_val], 1).to(p.dtype), jac.to(p.dtype)
@@ -110,22 +130,25 @@ class QuasiStaticNearField(nn.Module):
             return y + FuncJet(_ClosedForm(self))(x)
         if isinstance(x, Jet):
             val, jac = self._field_and_jacobian(x.data[0])
-            der = torch.einsum("nij,knj->kni", jac, x.data[1:])     # chain rule along each seed
+            # chain rule along each seed, through (x, y, t): the parameter columns carry no tangent
+            der = torch.einsum("nij,knj->kni", jac, x.data[1:, :, :3])
             return Jet(y.data + torch.cat([val.unsqueeze(0), der], 0), x.wrt)
         return y + self.closed_form(x)
 
     def closed_form(self, x: torch.Tensor) -> torch.Tensor:
-        """The added field chi (E_qs, Hz_qs) at inputs x [N, 3], a differentiable function, [N, 3]."""
-        dx, dy, t = x[:, 0] - self.x0, x[:, 1] - self.y0, x[:, 2]
+        """The added field chi (E_qs, Hz_qs) at inputs x [N, d] (x, y, t and any parameter columns), a differentiable
+        function (of the parameters too), [N, 3]."""
+        x0, y0, t0, tau = self._source(x)
+        dx, dy, t = x[:, 0] - x0, x[:, 1] - y0, x[:, 2]
         w = dx**2 + dy**2
         phi, _ = _phi_and_dphi(w / (2 * self.s**2))
         chi = torch.exp(-w / (2 * self.r**2))
         big_p = phi / (2 * self.s**2) * chi
-        u = (t - self.t0) / self.tau
+        u = (t - t0) / tau
         g = torch.exp(-(u**2))
         big_g = -self.a / (2 * math.pi) * g
         if self.hz_factor:
-            gp = -self.hz_factor * self.a / (4 * math.pi) * (-2 * u / self.tau) * g
+            gp = -self.hz_factor * self.a / (4 * math.pi) * (-2 * u / tau) * g
             hz = gp * (ein(w / (2 * self.s**2)) - self.hz_offset) * chi
         else:
             hz = torch.zeros_like(dx)

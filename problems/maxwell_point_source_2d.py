@@ -134,32 +134,50 @@ class MaxwellPointSource2D(es.Problem):
                         "full": {"Ex": 0.025, "Ey": 0.03, "Hz": 0.025}}}
 
     def setup(self):
+        src = self.config["source"]
+        self.check_window()
+        for axis in ("x", "y"):
+            self.check_in_window(f"source.{axis}0", axis, src[f"{axis}0"])
+        self.pulse = es.GaussianPulse(src["frequency"])
+        profile = es.GaussianProfile((src["x0"], src["y0"]), src["sigma"])
+        self.declare(profile, self.paddings(), (src["x0"], src["y0"]))
+        if self.config["network"]["near_field"]:
+            self.heads = [self.near_field()]
+
+    def check_window(self) -> None:
+        """The window, output and padding entries (ConfigError naming the key)."""
         c = self.config
-        src, win, out, pad = c["source"], c["window"], c["output"], c["absorbing"]["padding"]
+        win, out, pad = c["window"], c["output"], c["absorbing"]["padding"]
         for axis in ("x", "y", "t"):
             if len(win[axis]) != 2 or not win[axis][1] > win[axis][0]:
                 raise es.ConfigError(f"window.{axis} must be [lower, upper] with upper > lower, got {win[axis]}")
         if win["t"][0] != 0.0:
             raise es.ConfigError("window.t must start at 0 (zero initial fields at t = 0)")
-        for axis in ("x", "y"):  # the errors are scored on the window: a source outside it is not this problem
-            lo, hi = win[axis]
-            at = src[f"{axis}0"]
-            if not lo < at < hi:
-                raise es.ConfigError(f"source.{axis}0 = {at!r} m lies outside window.{axis} = [{lo}, {hi}] m; put "
-                                     "the source inside the window (or widen the window)")
         if pad < 0 or c["network"]["near_field_radius"] <= 0:
             raise es.ConfigError("absorbing.padding must be >= 0 m and network.near_field_radius > 0 m")
         if not (2 <= out["nx"] and 2 <= out["ny"] and 1 <= out["early_frames"] <= out["nt"]):
             raise es.ConfigError("output.nx, output.ny must be >= 2 and output.early_frames in [1, output.nt]")
-        self.pulse = es.GaussianPulse(src["frequency"])
-        profile = es.GaussianProfile((src["x0"], src["y0"]), src["sigma"])
-        self.padding = self.paddings()
+
+    def check_in_window(self, key: str, axis: str, at: float) -> None:
+        """A source coordinate (m) inside the window along ``axis``: the errors are scored on the window, and a
+        source outside it is not this problem."""
+        lo, hi = self.config["window"][axis]
+        if not lo < at < hi:
+            raise es.ConfigError(f"{key} = {at!r} m lies outside window.{axis} = [{lo}, {hi}] m; put the source inside "
+                                 "the window (or widen the window)")
+
+    def declare(self, profile, padding: tuple[float, float, float, float], centre: tuple[float, float]) -> None:
+        """Domain (the window padded by ``padding``), PDE with the source of ``profile`` and ``self.pulse``,
+        conditions, the dense source disc around ``centre`` (m), scales, output sites, times and windows."""
+        c = self.config
+        src, win, out = c["source"], c["window"], c["output"]
+        self.padding = padding
         (p_xmin, p_xmax, p_ymin, p_ymax) = self.padding
         box = es.Rectangle([win["x"][0] - p_xmin, win["y"][0] - p_ymin], [win["x"][1] + p_xmax, win["y"][1] + p_ymax])
         self.domain = es.TimeDomain(box, 0.0, win["t"][1])
         self.pde = es.MaxwellTEz(sources=[es.Source("Hz", self.pulse, profile, src["amplitude"])])
         self.conditions = [es.SilverMueller(name="boundary"), es.Initial(weight=10.0)]
-        self.regions = {"source": es.Disk((src["x0"], src["y0"]), self.source_disc_radius())}
+        self.regions = {"source": es.Disk(centre, self.source_disc_radius())}
         length = max(win["x"][1] - win["x"][0], win["y"][1] - win["y"][0])
         e0 = near_field_scale(src["amplitude"], max(src["sigma"], SCALE_SIGMA_MIN))
         self.scales = es.Scales(length=length, E0=e0)
@@ -167,8 +185,6 @@ class MaxwellPointSource2D(es.Problem):
         self.times = np.linspace(*win["t"], out["nt"])
         self.windows = {"early": float(self.times[out["early_frames"] - 1]), "full": None}
         self.progress_window = "early"
-        if c["network"]["near_field"]:
-            self.heads = [self.near_field()]
 
     def paddings(self) -> tuple[float, float, float, float]:
         """The padding (m) of the window's sides (xmin, xmax, ymin, ymax); see the module docstring.
@@ -177,12 +193,18 @@ class MaxwellPointSource2D(es.Problem):
         from the source centre to that edge of the window, t0 and tau the pulse's (s); otherwise
         ``absorbing.padding`` on every side.
         """
+        src = self.config["source"]
+        return self.paddings_for(src["x0"], src["y0"], src["frequency"])
+
+    def paddings_for(self, x0: float, y0: float, frequency: float) -> tuple[float, float, float, float]:
+        """:meth:`paddings` for a source at (x0, y0) m with centre frequency ``frequency`` Hz."""
         c = self.config
-        src, win, pad = c["source"], c["window"], float(c["absorbing"]["padding"])
+        win, pad = c["window"], float(c["absorbing"]["padding"])
         if not c["absorbing"]["per_side"]:
             return (pad,) * 4
-        path = C0 * (win["t"][1] - self.pulse.t0 + self.pulse.tau)
-        d = (src["x0"] - win["x"][0], win["x"][1] - src["x0"], src["y0"] - win["y"][0], win["y"][1] - src["y0"])
+        t0, tau = es.GaussianPulse(frequency).timing()
+        path = C0 * (win["t"][1] - t0 + tau)
+        d = (x0 - win["x"][0], win["x"][1] - x0, y0 - win["y"][0], win["y"][1] - y0)
         return tuple(max(pad, 0.5 * (path - di)) for di in d)
 
     def source_disc_radius(self) -> float:
@@ -209,13 +231,15 @@ class MaxwellPointSource2D(es.Problem):
             radius = max(radius, 0.75 * c["network"]["near_field_radius"])
         return radius
 
-    def near_field(self) -> QuasiStaticNearField:
-        """The near-field head in training units."""
+    def near_field(self, columns: dict | None = None) -> QuasiStaticNearField:
+        """The near-field head in training units (``columns``: the parameter inputs it reads per point, see
+        :class:`QuasiStaticNearField`)."""
         src, s = self.config["source"], self.scales
+        t0, tau = es.GaussianPulse(src["frequency"]).timing()
         return QuasiStaticNearField(
             amplitude=src["amplitude"] / (s.E0 * s.length), x0=src["x0"] / s.length, y0=src["y0"] / s.length,
             sigma=src["sigma"] / s.length, radius=self.config["network"]["near_field_radius"] / s.length,
-            t0=self.pulse.t0 / s.time, tau=self.pulse.tau / s.time,
+            t0=t0 / s.time, tau=tau / s.time, columns=columns,
             hz_factor=EPS0 * s.E0 * s.length / (s.time * s.H0) if self.config["network"]["near_field_hz"] else 0.0)
 
     def check(self):

@@ -2,7 +2,7 @@
 
 Usage: python parallel_worker.py OUT_PREFIX OPTIONS_JSON
 OPTIONS_JSON: {"parallel": {...ParallelOptions fields}, "steps": 5, "accumulate": 1, "hard_initial": false,
-"shard_sizes": {...}, "interior": 97, "device": "cpu"}.  Rank and world come from torchrun-style variables; none: one process.
+"shard_sizes": {...}, "interior": 97, "device": "cpu", "family": false}.  Rank and world come from torchrun-style variables; none: one process.
 
 The rank trains the small point source through the Trainer under the strategy and saves, in
 OUT_PREFIX.rank<r>.npz, the loss of step 1, the gradients of step 1 and the parameters after the last step,
@@ -19,6 +19,7 @@ from dp_worker import small_problem
 from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
 from elecsolver.parallel.strategy import apply_parallelism
 
+from elecsolver.config import merge
 from elecsolver.trainer import Trainer
 
 
@@ -45,7 +46,12 @@ def main() -> None:
     cfg["training"]["optimizer"] = options.get("optimizer", "adam")
     if "interior" in options:
         cfg["sampling"]["interior"] = options["interior"]
-    problem = type(problem)(cfg)
+    cls = type(problem)
+    if options.get("family"):  # the same small set-up, with the source's position and frequency as inputs
+        from elecsolver.problems.maxwell_point_source_family import MaxwellPointSourceFamily as cls
+
+        cfg = merge(cls.preset_config("ci"), {k: v for k, v in cfg.items() if k in ("network", "sampling", "training")})
+    problem = cls(cfg)
     if "only" in options:  # keep only these loss terms (e.g. a derivative-only loss)
         keep, full = options["only"], problem.constraints
         problem.constraints = lambda: [c for c in full() if c.name in keep]

@@ -64,10 +64,13 @@ class FieldSet:
     mask : bool array_like of ``sites.shape``, optional
         True where the site lies inside the domain; at least one True.  Metrics ignore sites where
         it is False; writers store it.
+    parameters : dict of str to float, optional
+        The configuration these fields belong to, for a family of configurations: {parameter name: SI value}
+        (e.g. ``{"x0": 0.42, "f": 1.1e9}``), each with its unit in ``units``.  Writers store it.
 
     Attributes
     ----------
-    sites, fields, units, times, mask
+    sites, fields, units, times, mask, parameters
         As given (``fields`` and ``units`` as read-only mappings, in the given order).
     names : tuple of str
         Field names.
@@ -86,7 +89,7 @@ class FieldSet:
     """
 
     def __init__(self, sites: Sites, fields: Mapping[str, Any], units: Mapping[str, str],
-                 times: Any = None, mask: Any = None) -> None:
+                 times: Any = None, mask: Any = None, parameters: Mapping[str, float] | None = None) -> None:
         if not isinstance(sites, (GridSites, MeshSites)):
             raise ValueError(f"sites must be GridSites or MeshSites, got {type(sites).__name__}")
         self._sites = sites
@@ -94,6 +97,7 @@ class FieldSet:
         if not isinstance(fields, Mapping) or not fields:
             raise ValueError(f"fields must be a non-empty dict {{name: array [{', '.join(self._dims())}]}}")
         self._fields = {name: _field_array(name, v, self.shape, self._dims()) for name, v in fields.items()}
+        self._parameters = self._check_parameters(parameters or {})
         self._units = self._check_units(units)
         self._mask = None if mask is None else self._check_mask(mask)
 
@@ -101,8 +105,23 @@ class FieldSet:
     def _dims(self) -> list[str]:
         return ([] if self._times is None else ["nt"]) + self._sites.shape_names()
 
+    def _check_parameters(self, parameters: Mapping[str, float]) -> dict[str, float]:
+        if not isinstance(parameters, Mapping):
+            raise ValueError(f"parameters must be a dict {{name: SI value}}, got {type(parameters).__name__}")
+        out = {}
+        for name, value in parameters.items():
+            if not isinstance(name, str) or not NAME_RE.match(name) or name in self._fields or name in ("x", "y",
+                                                                                                       "z", "t"):
+                raise ValueError(f"parameter name {name!r} must be an identifier other than the coordinates and "
+                                 "the fields")
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or \
+                    not np.isfinite(value):
+                raise ValueError(f"parameters[{name!r}] must be a finite number, got {value!r}")
+            out[name] = float(value)
+        return out
+
     def _check_units(self, units: Mapping[str, str]) -> dict[str, str]:
-        needed = [*self.coordinate_names, *self._fields]
+        needed = [*self.coordinate_names, *self._fields, *self._parameters]
         if not isinstance(units, Mapping):
             raise ValueError(f"units must be a dict with a unit string for each of {needed}")
         missing = [k for k in needed if not isinstance(units.get(k), str) or not units.get(k)]
@@ -135,6 +154,11 @@ class FieldSet:
     @property
     def fields(self) -> Mapping[str, np.ndarray]:
         return MappingProxyType(self._fields)
+
+    @property
+    def parameters(self) -> Mapping[str, float]:
+        """The configuration of a family these fields belong to, {name: SI value} (empty otherwise)."""
+        return MappingProxyType(self._parameters)
 
     @property
     def units(self) -> Mapping[str, str]:
@@ -222,7 +246,8 @@ class FieldSet:
 
     # --- derived FieldSets ------------------------------------------------------------------------
     def _replace(self, fields: Mapping[str, Any], units: Mapping[str, str], times: Any) -> FieldSet:
-        return FieldSet(self._sites, fields, units, times=times, mask=self._mask)
+        return FieldSet(self._sites, fields, {**units, **{k: self._units[k] for k in self._parameters}}, times=times,
+                        mask=self._mask, parameters=self._parameters)
 
     def select_times(self, index: slice | Sequence[int] | np.ndarray | int) -> FieldSet:
         """A new FieldSet with the times ``times[index]`` (a slice, an int or bool index array, or one int).

@@ -26,6 +26,8 @@ Layout of ``fields.h5`` (every dataset has a string ``units`` attribute; ``"1"``
     /xdmf/<attr>/<k:04d>      [S]                        what ParaView and meshio read, one per time step
                                                          (0000 only for static fields)
     /xdmf/mask                [S] uint8                  view of /mask (if a mask is given)
+    /parameters/<name>        [1] float64, its unit      the configuration of a family the fields belong to
+                                                         (FieldSet.parameters), one dataset per parameter
 
 The ``/xdmf/<attr>`` datasets are HDF5 virtual datasets over ``/fields`` and ``/reference`` whose
 source file is ``"."`` (the same file), so they cost no storage and stay valid when the file is
@@ -41,7 +43,8 @@ The sidecar ``fields.xdmf`` (XDMF 3, https://www.xdmf.org/index.php/XDMF_Model_a
 Temporal collection with one Uniform grid per time step (one grid at Time 0 for static fields);
 each grid has its own Topology (Polyline with NodesPerElement 2, Quadrilateral, Hexahedron, the
 mesh's cell type, or Mixed) and Geometry (XYZ; XY for 2-D mesh points, read from /mesh/points),
-a ``Time`` in seconds and one nodal ``Attribute`` per view.  HDF paths in it are the ``.h5`` file
+a ``Time`` in seconds and one nodal ``Attribute`` per view, and for a family one ``Information`` element per
+parameter of the configuration (``Name="x0" Value="0.42 m"``; one file is one configuration).  HDF paths in it are the ``.h5`` file
 name only (relative to the ``.xdmf``), so the pair opens from any working directory.  The masked-
 out sites keep their values (the file round-trips exactly); threshold on ``mask`` in ParaView.
 
@@ -335,7 +338,7 @@ def _data_item(parent: ET.Element, h5_name: str, item: _Item) -> None:
 
 
 def _xdmf_tree(h5_name: str, times: np.ndarray, size: int, topology: _Topology,
-               views: list[_View]) -> ET.ElementTree:
+               views: list[_View], parameters: Mapping[str, tuple[float, str]] | None = None) -> ET.ElementTree:
     """Build the XDMF 3 document: a Temporal collection, one Uniform grid per time."""
     root = ET.Element("Xdmf", Version="3.0")
     series = ET.SubElement(ET.SubElement(root, "Domain"), "Grid", Name="TimeSeries", GridType="Collection",
@@ -353,6 +356,8 @@ def _xdmf_tree(h5_name: str, times: np.ndarray, size: int, topology: _Topology,
         for view in views:
             att = ET.SubElement(grid, "Attribute", Name=view.name, AttributeType="Scalar", Center="Node")
             _data_item(att, h5_name, view.item(k, size))
+        for name, (value, unit) in (parameters or {}).items():  # the configuration (meshio skips Information elements)
+            ET.SubElement(grid, "Information", Name=name, Value=f"{value!r} {unit}")
     ET.indent(root)
     return ET.ElementTree(root)
 
@@ -436,7 +441,11 @@ def write_hdf5(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldS
                     views += _write_field(h5, group, name, name + suffix, arr, fs.units[name], fs.static)
             if fieldset.mask is not None:
                 views.append(_write_mask(h5, fieldset.mask))
-        _xdmf_tree(path.name, times, fieldset.sites.size, topology, views).write(
+            for name, value in fieldset.parameters.items():
+                h5.create_dataset(f"parameters/{name}", data=np.array([value])).attrs["units"] = \
+                    fieldset.units[name]
+        _xdmf_tree(path.name, times, fieldset.sites.size, topology, views,
+                   {k: (v, fieldset.units[k]) for k, v in fieldset.parameters.items()}).write(
             xdmf_tmp, encoding="utf-8", xml_declaration=True)
     logger.info("wrote %s and %s (%s, fields %s)", path, xdmf_path, fieldset.sites, list(fieldset.names))
     return [path, xdmf_path]
@@ -507,7 +516,10 @@ def read_hdf5(path: str | os.PathLike) -> dict[str, Any]:
         mask = h5["mask"][()].astype(bool) if "mask" in h5 else None
         fields, field_units = _read_fields(h5["fields"])
         reference = _read_fields(h5["reference"]) if "reference" in h5 else None
-    fieldset = FieldSet(sites, fields, {**units, **field_units}, times=times, mask=mask)
+        parameters = {name: float(ds[0]) for name, ds in h5["parameters"].items()} if "parameters" in h5 else {}
+        units.update({name: str(ds.attrs["units"]) for name, ds in h5["parameters"].items()} if parameters else {})
+    fieldset = FieldSet(sites, fields, {**units, **field_units}, times=times, mask=mask, parameters=parameters)
     if reference is not None:
-        reference = FieldSet(sites, reference[0], {**units, **reference[1]}, times=times, mask=mask)
+        reference = FieldSet(sites, reference[0], {**units, **reference[1]}, times=times, mask=mask,
+                             parameters=parameters)
     return {"fieldset": fieldset, "reference": reference, "attrs": attrs}

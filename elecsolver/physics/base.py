@@ -22,8 +22,8 @@ import torch
 
 from ..scales import Scales
 
-__all__ = ["PDE", "Coefficient", "Condition", "Context", "Derivatives", "Interface", "coefficient", "si_columns",
-           "values_of"]
+__all__ = ["PDE", "Coefficient", "Condition", "Context", "Derivatives", "Interface", "axis_scale", "coefficient",
+           "si_columns", "values_of"]
 
 Coefficient = float | complex | Callable[..., torch.Tensor]
 
@@ -58,40 +58,59 @@ class Context:
     Attributes
     ----------
     inputs : tuple of str
-        Column names of the points, spatial first, then "t" for a time-dependent problem.
+        Column names of the points: the spatial axes, then "t" for a time-dependent problem, then the parameters.
     scales : Scales
     units : mapping str -> str
         SI unit of every field component.
     pde : PDE, optional
         The problem's PDE (conditions read its electric and magnetic components).
+    parameters : mapping str -> str, optional
+        The parameter inputs {name: SI unit} (:class:`elecsolver.axes.Parameter`); every other input is a spatial
+        axis or t.
     """
 
     inputs: tuple[str, ...]
     scales: Scales = field(default_factory=Scales)
     units: Mapping[str, str] = field(default_factory=dict)
     pde: PDE | None = None
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def space(self) -> tuple[str, ...]:
-        """The spatial inputs (every input but "t")."""
-        return tuple(n for n in self.inputs if n != "t")
+        """The spatial inputs."""
+        return tuple(n for n in self.inputs if n != "t" and n not in self.parameters)
 
     @property
     def has_time(self) -> bool:
         return "t" in self.inputs
 
+    @property
+    def fields_inputs(self) -> tuple[str, ...]:
+        """The inputs the PDE differentiates along: space, then t (the parameters left out)."""
+        return tuple(n for n in self.inputs if n not in self.parameters)
+
     def si(self, points: torch.Tensor) -> list[torch.Tensor]:
-        """SI coordinates of nondimensional points [N, d]: one tensor [N] per input (m, or s for t)."""
-        return si_columns(points, self.inputs, self.scales)
+        """SI coordinates of nondimensional points [N, d]: one tensor [N] per input (m for space, s for t, a
+        parameter in its unit)."""
+        return si_columns(points, self.inputs, self.scales, self.parameters)
 
     def field_scale(self, name: str) -> float:
         """SI scale of field component ``name`` (from its unit)."""
         return self.scales.of_unit(self.units[name])
 
 
-def si_columns(points: torch.Tensor, inputs: Sequence[str], scales: Scales) -> list[torch.Tensor]:
-    """SI coordinates of nondimensional points [N, d], one tensor [N] per input column."""
-    return [points[:, k] * (scales.time if name == "t" else scales.length) for k, name in enumerate(inputs)]
+def si_columns(points: torch.Tensor, inputs: Sequence[str], scales: Scales,
+               parameters: Mapping[str, str] | None = None) -> list[torch.Tensor]:
+    """SI coordinates of nondimensional points [N, d], one tensor [N] per input column (``parameters``: {name: SI
+    unit} of the parameter inputs, scaled by their unit's scale)."""
+    return [points[:, k] * axis_scale(name, scales, parameters) for k, name in enumerate(inputs)]
+
+
+def axis_scale(name: str, scales: Scales, parameters: Mapping[str, str] | None = None) -> float:
+    """The SI value of one training unit along input ``name``: T for t, a parameter's unit scale, else L."""
+    if parameters and name in parameters:
+        return scales.of_unit(parameters[name])
+    return scales.time if name == "t" else scales.length
 
 
 def coefficient(value: Coefficient, points: torch.Tensor, ctx: Context) -> torch.Tensor | float:

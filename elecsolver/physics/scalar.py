@@ -249,7 +249,7 @@ class Wave(ScalarPDE):
 
     def residual(self, f, points, ctx):
         sc, u = ctx.scales, self.field
-        w = self.weights(ctx.inputs, sc)
+        w = self.weights(ctx.fields_inputs, sc)
         if f.laplacian_weights == w:
             op = f.lap(u)
         else:

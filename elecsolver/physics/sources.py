@@ -3,6 +3,11 @@
 A :class:`Source` is the term A g(t) s(x) added to the right-hand side of one field component's
 equation (see :mod:`elecsolver.physics.maxwell` for the sign convention).  Waveforms and profiles
 accept numpy arrays or torch tensors (in s and m) and return the same kind.
+
+:class:`GaussianPulse`'s frequency and :class:`GaussianProfile`'s centre may be :class:`~elecsolver.axes.Parameter`
+inputs of a family (``GaussianProfile((x0, y0), sigma)``, ``GaussianPulse(f)``): they are then read per point from
+the coordinates the source is evaluated at (``coords={"x0": [N], ...}``, SI).  Such objects have
+``parametric = True`` and take ``coords=`` in their call.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
+
+from ..axes import is_parameter, value_of
 
 __all__ = ["GaussianProfile", "GaussianPulse", "ModulatedGaussian", "RampedSinusoid", "Source"]
 
@@ -43,8 +50,8 @@ class GaussianPulse:
 
     Parameters
     ----------
-    frequency : float
-        f in Hz.
+    frequency : float or Parameter
+        f in Hz (a :class:`~elecsolver.axes.Parameter`: per point, from ``coords``; its range must be positive).
 
     Raises
     ------
@@ -52,16 +59,30 @@ class GaussianPulse:
         If f is not positive and finite.
     """
 
-    def __init__(self, frequency: float):
-        self.frequency = _positive("the pulse frequency", frequency)
-        self.tau = math.sqrt(2.3) / (math.pi * self.frequency)
-        self.t0 = 3.65 * self.tau
+    parametric = True
 
-    def __call__(self, t):
-        return _lib(t).exp(-(((t - self.t0) / self.tau) ** 2))
+    def __init__(self, frequency):
+        if is_parameter(frequency):
+            if frequency.lower <= 0:
+                raise ValueError(f"the pulse frequency {frequency!r} needs a positive range")
+            self.frequency, self.tau, self.t0 = frequency, None, None
+            return
+        self.frequency = _positive("the pulse frequency", frequency)
+        self.t0, self.tau = self.timing()
+
+    def timing(self, coords=None):
+        """(t0, tau) in s: numbers, or per-point values [N] for a parameter frequency (from ``coords``)."""
+        f = value_of(self.frequency, coords)
+        tau = math.sqrt(2.3) / (math.pi * f)
+        return 3.65 * tau, tau
+
+    def __call__(self, t, coords=None):
+        t0, tau = (self.t0, self.tau) if self.tau is not None else self.timing(coords)
+        return _lib(t).exp(-(((t - t0) / tau) ** 2))
 
     def __repr__(self) -> str:
-        return f"GaussianPulse(frequency={self.frequency:g})"
+        f = self.frequency
+        return f"GaussianPulse(frequency={f!r})" if is_parameter(f) else f"GaussianPulse(frequency={f:g})"
 
 
 class ModulatedGaussian:
@@ -163,8 +184,9 @@ class GaussianProfile:
 
     Parameters
     ----------
-    center : sequence of float
-        c in m (d = len(center) = 1, 2 or 3).
+    center : sequence of float or Parameter
+        c in m (d = len(center) = 1, 2 or 3); a :class:`~elecsolver.axes.Parameter` coordinate is read per point
+        from ``coords``.
     sigma : float
         Width in m.
 
@@ -174,9 +196,11 @@ class GaussianProfile:
         For a bad centre or width.
     """
 
-    def __init__(self, center: Sequence[float], sigma: float):
-        self.center = tuple(float(c) for c in center)
-        if not 1 <= len(self.center) <= 3 or not all(math.isfinite(c) for c in self.center):
+    parametric = True
+
+    def __init__(self, center: Sequence, sigma: float):
+        self.center = tuple(c if is_parameter(c) else float(c) for c in center)
+        if not 1 <= len(self.center) <= 3 or not all(is_parameter(c) or math.isfinite(c) for c in self.center):
             raise ValueError(f"the source centre needs 1-3 finite coordinates, got {center!r}")
         self.sigma = _positive("the source width sigma", sigma)
         self.norm = 1.0 / (2 * math.pi * self.sigma**2) ** (len(self.center) / 2)
@@ -185,10 +209,10 @@ class GaussianProfile:
     def dim(self) -> int:
         return len(self.center)
 
-    def __call__(self, *xs):
+    def __call__(self, *xs, coords=None):
         if len(xs) != self.dim:
             raise ValueError(f"a {self.dim}D profile needs {self.dim} coordinates, got {len(xs)}")
-        r2 = sum((x - c) ** 2 for x, c in zip(xs, self.center))
+        r2 = sum((x - value_of(c, coords)) ** 2 for x, c in zip(xs, self.center))
         return self.norm * _lib(xs[0]).exp(-r2 / (2 * self.sigma**2))
 
     def __repr__(self) -> str:
@@ -219,9 +243,12 @@ class Source:
         self.field, self.waveform, self.profile, self.amplitude = field, waveform, profile, float(amplitude)
 
     def value(self, coords: Mapping[str, torch.Tensor]):
-        """A g(t) s(x) at SI coordinates {"x": [N], "y": [N], ..., "t": [N]}, SI [N]."""
+        """A g(t) s(x) at SI coordinates {"x": [N], "y": [N], ..., "t": [N], and any parameters}, SI [N]."""
         space = [coords[a] for a in ("x", "y", "z")[: self.profile.dim]]
-        return self.amplitude * self.waveform(coords["t"]) * self.profile(*space)
+        g = self.waveform(coords["t"], coords=coords) if getattr(self.waveform, "parametric", False) \
+            else self.waveform(coords["t"])
+        s = self.profile(*space, coords=coords) if getattr(self.profile, "parametric", False) else self.profile(*space)
+        return self.amplitude * g * s
 
     def __repr__(self) -> str:
         return f"Source({self.field!r}, {self.waveform!r}, {self.profile!r}, amplitude={self.amplitude:g})"

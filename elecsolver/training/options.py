@@ -27,13 +27,13 @@ BASE_CONFIG: dict = {
                  "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
                  "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"],
                  "rad_every": 0, "rad_k": 1.0, "rad_c": 1.0, "rad_candidates": 4, "rad_constraints": ["pde"],
-                 "shard": "exact"},
+                 "shard": "exact", "parameters": "box"},
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
                  "least_squares": {"every": 0, "ridge": None, "before_finish": False}, "slabs": 1, "slab_share": None,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "cuda_graphs": False,
-                 "accumulate": 1},
+                 "accumulate": 1, "init_from": None},
 }
 
 
@@ -77,7 +77,8 @@ class TrainingOptions:
     (``null``: equal; e.g. ``[0.6, 0.4]``: 60 % of the steps to the first of two slabs), and ``cuda_graphs``: with
     ``compile`` on a CUDA device, the compiled loss-and-gradient graph and Adam's update are also captured as CUDA
     graphs (``torch.compile`` mode "reduce-overhead"), so that a step is a few graph replays instead of hundreds of
-    kernel launches; it has no effect on a CPU (see :mod:`elecsolver.training.step`)."""
+    kernel launches; it has no effect on a CPU (see :mod:`elecsolver.training.step`), and ``init_from``: the folder
+    of a finished run whose network (the same shape) the training starts from (``--init-from``; fine-tuning)."""
 
     steps: int
     seed: int
@@ -98,6 +99,7 @@ class TrainingOptions:
     slabs: int = 1  # time slabs trained in order (1: the whole window at once); see elecsolver.training.slabs
     slab_share: list = None  # the shares of ``steps`` per slab (positive numbers, normalised); None: equal
     cuda_graphs: bool = False  # with compile on a GPU: capture the compiled graphs as CUDA graphs
+    init_from: str | None = None  # the folder of a finished run whose network is the starting point
 
     @property
     def compile_mode(self) -> str | None:
@@ -233,6 +235,8 @@ class TrainingOptions:
                 raise ConfigError(f"{what}: {len(share)} shares for {o.slabs} slab(s); set training.slabs="
                                   f"{len(share)} or give {o.slabs} shares")
             object.__setattr__(o, "slab_share", [float(w) for w in share])
+        if o.init_from is not None and not (isinstance(o.init_from, str) and o.init_from):
+            raise ConfigError(f"training.init_from must be the folder of a finished run (a path), got {o.init_from!r}")
         if not isinstance(o.cuda_graphs, bool):
             raise ConfigError(f"training.cuda_graphs must be true or false, got {o.cuda_graphs!r}")
         if o.cuda_graphs and not o.compile:
@@ -256,7 +260,10 @@ class SamplingOptions:
     ``shard``: how the data-parallel ranks get their points, ``"exact"`` (every rank draws the global cloud and
     keeps its spatial shard: O(N) per rank, the same points at any rank count) or ``"local"`` (every rank draws
     only its own equal-measure part of each domain, boundary or initial set: O(N / world) per rank, the same
-    distribution and global counts; no RAR), see :mod:`elecsolver.training.points`."""
+    distribution and global counts; no RAR), see :mod:`elecsolver.training.points`, and ``parameters``: for a
+    problem with parameter inputs (:class:`elecsolver.axes.Parameter`), ``"box"`` (every point draws its own
+    configuration from the trained box) or ``"fixed"`` (every point at the problem's configuration: one
+    configuration trained with the family's network, e.g. fine-tuning)."""
 
     method: str
     interior: int
@@ -276,6 +283,7 @@ class SamplingOptions:
     rad_candidates: int = 4
     rad_constraints: list = ("pde",)
     shard: str = "exact"
+    parameters: str = "box"
 
     @classmethod
     def from_config(cls, config: dict) -> SamplingOptions:
@@ -298,6 +306,9 @@ class SamplingOptions:
         _at_least("sampling", "rar_pool", o.rar_pool, 1)
         if not (o.time_ramp >= 0 and 0 < o.time_ramp_start <= 1):
             raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
+        if o.parameters not in ("box", "fixed"):
+            raise ConfigError(f"sampling.parameters must be 'box' (each point its own configuration from the trained "
+                              f"box) or 'fixed' (every point at the configuration), got {o.parameters!r}")
         if o.shard not in SHARD_MODES:
             raise ConfigError(f"sampling.shard must be one of {list(SHARD_MODES)}, got {o.shard!r}")
         if not (isinstance(o.rad_k, (int, float)) and not isinstance(o.rad_k, bool) and o.rad_k >= 0

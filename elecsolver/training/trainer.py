@@ -112,9 +112,11 @@ class Trainer:
             for p in model.parameters():  # identical start on every rank
                 self.ctx.broadcast(p.data, 0)
         self.model = model
+        if self.options.init_from:
+            self._init_from(self.options.init_from)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.constraints = problem.constraints()
-        spatial = [k for k, name in enumerate(problem.inputs) if name != "t"]
+        spatial = [k for k, axis in enumerate(problem.axes) if axis.kind == "space"]  # shards are cut along space
         self.points = Points(self.constraints, problem.sampling, self.options.seed, self.options.steps, self.ctx.rank,
                              self.ctx.world, spatial, self.dtype, self.device, shard_sizes)
         self._terms_fn = self._terms
@@ -184,6 +186,27 @@ class Trainer:
                 raise ConfigError(str(exc)) from None
         self.history: list[dict] = []
         self.check_residuals()
+
+    def _init_from(self, folder: str) -> None:
+        """Start from the network of the finished run in ``folder`` (``training.init_from``); every rank reads the
+        same file, so every rank starts alike.
+
+        Raises
+        ------
+        ConfigError
+            For a folder without a finished run, a network of another shape, or a split network (tp / pp).
+        """
+        from ..query import load_network_state
+
+        if self.ctx.model_parallel > 1:
+            raise ConfigError("training.init_from (--init-from) loads a whole network; it does not combine with --tp "
+                              "or --pp")
+        state = load_network_state(self.problem, folder)
+        try:
+            self.model.load_state_dict(state)
+        except RuntimeError as exc:
+            raise ConfigError(f"--init-from {folder}: {str(exc).splitlines()[0]}") from None
+        log.info("network initialised from %s", folder)
 
     def check_residuals(self, n: int = 4) -> None:
         """Evaluate every loss term's residual on a few of its points, so that a residual of the wrong shape or
