@@ -9,13 +9,17 @@
   ``es.Neumann``, ``es.Robin``, ``es.Initial``), sources (``es.Source``, ``es.GaussianPulse``,
   ``es.GaussianProfile``, ...), ``es.Scales``;
 - the problem base ``es.Problem``, ``es.Derived`` (an output computed from the fields) and ``es.ConfigError``;
+  ``es.Parameter``: a configuration quantity taken as a network input (a family of configurations), ``es.Axis``;
 - training: ``es.train(problem)`` (joins the ranks under mpirun/torchrun/srun, trains, exports), ``es.main``
   (the command line of a script), ``es.Trainer``, ``es.RunContext``;
-- fields: ``es.GridSites``, ``es.MeshSites``, ``es.FieldSet``, ``es.relative_l2``, ``es.write``, ``es.read``.
+- fields: ``es.GridSites``, ``es.MeshSites``, ``es.FieldSet``, ``es.relative_l2``, ``es.write``, ``es.read``;
+- a finished run, loaded back: ``es.load(out)`` (fields at any points and, for a family, any configuration), and
+  ``es.invert(model, places, times, data)`` (the family's configuration that explains probe traces).
 """
 
 __version__ = "0.2.0"
 
+from .axes import Axis, Parameter
 from .config import ConfigError
 from .fields import FieldSet, GridSites, MeshSites, read, relative_l2, write
 from .geometry import (
@@ -33,6 +37,8 @@ from .geometry import (
 from .physics import *
 from .physics import __all__ as _physics_all
 from .problem import Derived, Problem
+from .inverse import invert
+from .query import TrainedModel, load
 from .scales import C0, EPS0, ETA0, MU0, Scales
 from .training.context import RunContext
 from .training.trainer import Trainer
@@ -67,6 +73,6 @@ def main(problem_class=None, argv=None) -> None:
     sys.exit(script_main(problem_class, argv))
 
 
-__all__ = ["C0", "EPS0", "ETA0", "MU0", "Box", "ConfigError", "Cylinder", "Derived", "Disk", "Domain", "FieldSet", "GridSites", "Interval", "MeshDomain",
+__all__ = ["C0", "EPS0", "ETA0", "MU0", "Axis", "Box", "ConfigError", "Parameter", "TrainedModel", "invert", "load", "Cylinder", "Derived", "Disk", "Domain", "FieldSet", "GridSites", "Interval", "MeshDomain",
            "MeshSites", "Polygon", "Problem", "Rectangle", "RunContext", "Scales", "Sphere", "TimeDomain", "Trainer",
            "__version__", "main", "read", "relative_l2", "train", "write", *physics.__all__]  # noqa: PLE0604

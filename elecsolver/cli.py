@@ -52,6 +52,9 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="with --device cuda: --compile, and capture the compiled step as CUDA graphs (mode "
                         "reduce-overhead; no effect on a CPU)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    r.add_argument("--init-from", metavar="DIR",
+                   help="start from the network of the finished run in DIR (the same network; e.g. fine-tune a "
+                        "trained family at one configuration, with --set sampling.parameters=fixed)")
     g = r.add_argument_group("parallelism (docs/parallel.md; dp x tp x pp must equal the number of ranks)")
     g.add_argument("--dp", type=int, help="data-parallel ranks (default: ranks / (tp x pp))")
     g.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: hidden layers sharded (default 1)")
@@ -77,6 +80,24 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("problem", help="a name from 'elecsolver problems', a file my_problem.py[:Class] or "
                    "package.module:Class")
     _run_options(r)
+    q = sub.add_parser("query", help="evaluate a trained run (a family: at a configuration) and write its files")
+    q.add_argument("run", help="the folder of a finished run")
+    q.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the configuration by its key, e.g. source.x0=0.42 (SI units)")
+    q.add_argument("--out", help="output folder (default RUN/query)")
+    q.add_argument("--extrapolate", action="store_true",
+                   help="evaluate a configuration outside the trained box (warns instead of refusing)")
+    q.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    q.add_argument("--problem", help="the problem (file.py[:Class]) when the run's is not registered")
+    v = sub.add_parser("invert", help="recover a trained family's parameters from probe time traces")
+    v.add_argument("run", help="the folder of a finished run of a family")
+    v.add_argument("--probes", required=True, metavar="FILE.npz",
+                   help="places [K, dim] (m), times [nt] (s) and one [K, nt] array per measured field (SI), e.g. Hz")
+    v.add_argument("--unknowns", help="comma-separated parameters to recover (default: all)")
+    v.add_argument("--starts", type=int, default=8, help="starting points of the search (default 8)")
+    v.add_argument("--json", metavar="PATH", help="also write the result here")
+    v.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    v.add_argument("--problem", help="the problem (file.py[:Class]) when the run's is not registered")
     return p
 
 
@@ -158,6 +179,8 @@ def _configure(cls, args):
             config["training"]["compile"] = True
         if getattr(args, "cuda_graphs", False):
             config["training"]["cuda_graphs"] = True
+        if getattr(args, "init_from", None):
+            config["training"]["init_from"] = str(args.init_from)
         return cls(config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -340,6 +363,67 @@ def _refuse_other_problems_outputs(out: Path, name: str) -> None:
                           "its own, or delete that one first")
 
 
+def _query(args) -> dict:
+    """``elecsolver query``: see :func:`elecsolver.query.query`."""
+    from .config import ConfigError
+    from .query import query
+
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device is visible to this process; use --device cpu")
+    dest = Path(args.out) if args.out else Path(args.run) / "query"
+    _check_out_dir(dest)
+    import warnings
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = query(args.run, args.overrides, dest, extrapolate=args.extrapolate, device=args.device,
+                        problem=args.problem)
+        for w in caught:
+            if "extrapolating" in str(w.message):
+                print(f"elecsolver: warning: {w.message}", file=sys.stderr)
+        return out
+    except ConfigError:
+        raise
+    except (ValueError, KeyError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+
+
+def _invert(args) -> None:
+    """``elecsolver invert``: see :func:`elecsolver.inverse.invert`; prints the configuration found."""
+    import numpy as np
+
+    from .inverse import invert
+    from .io.atomic import write_json
+    from .query import load
+
+    if args.starts < 1:
+        raise UsageError(f"--starts must be >= 1, got {args.starts}")
+    path = Path(args.probes)
+    try:
+        with np.load(path) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--probes {path}: cannot read it as an .npz file ({exc})") from None
+    missing = [k for k in ("places", "times") if k not in arrays]
+    if missing:
+        raise UsageError(f"--probes {path} lacks {missing}: give places [K, dim] (m), times [nt] (s) and one [K, nt] "
+                         "array per measured field")
+    model = load(args.run, args.problem, args.device)
+    unknowns = [u.strip() for u in args.unknowns.split(",") if u.strip()] if args.unknowns else None
+    data = {k: v for k, v in arrays.items() if k not in ("places", "times")}
+    out = invert(model, arrays["places"], arrays["times"], data, unknowns=unknowns, starts=args.starts)
+    units = model.problem.units
+    print("recovered: " + ", ".join(f"{k} = {out['configuration'][k]:.6g} {units[k]}" for k in out["unknowns"])
+          + f" (relative misfit {out['misfit']:.3e}, {out['wall_s']:.2f} s)")
+    if args.json:
+        write_json(Path(args.json), out)
+    return None
+
+
 def run(args, cls=None) -> dict | None:
     """Train and export as ``elecsolver run`` does; returns the metrics (writer rank) or None."""
     cls = cls if cls is not None else load_problem_class(args.problem)
@@ -396,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``elecsolver`` command; returns the exit code."""
     def go():
         args = _parser().parse_args(argv)
+        if args.command == "query":
+            return _query(args)
+        if args.command == "invert":
+            return _invert(args)
         if args.command == "problems":
             from .problems import REGISTRY
 

@@ -1,0 +1,175 @@
+"""Inverse problems through a trained family: the configuration that explains measured field traces.
+
+Given probe places, times and measured values of some fields (e.g. Hz at 4 probes over 4 ns), :func:`invert`
+finds the parameters of a trained family (:mod:`elecsolver.query`) that minimise the relative misfit
+
+    J(p) = sum_fields sum_(probes, times) (u(x_k, t_j; p) - d_kj)^2 / sum d_kj^2
+
+over the trained box, by gradient descent through the network's inputs (the network is differentiated with
+respect to its parameter columns by reverse mode, as for its weights): every one of ``starts`` points of a
+scrambled Sobol design in the box runs ``adam_steps`` Adam steps at once, in the box scaled to [0, 1] and held
+inside it; the best is polished by L-BFGS (strong-Wolfe line search) in float64.  Parameters not among
+``unknowns`` keep the run's configuration (or the value given in ``known``).
+
+``elecsolver invert RUN --probes probes.npz [--unknowns x0,y0,f]`` does the same from the command line: the file
+holds ``places`` [K, dim] (m), ``times`` [nt] (s) and one array [K, nt] per measured field (SI), e.g. ``Hz``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .config import ConfigError
+
+__all__ = ["invert"]
+
+
+def _check_data(model, places, times, data) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    problem = model.problem
+    if not problem.time_dependent:
+        raise ConfigError(f"{problem.name} has no time axis: invert needs probe time traces")
+    dim = problem.space_domain.dim
+    places = np.asarray(places, dtype=np.float64)
+    times = np.asarray(times, dtype=np.float64)
+    if places.ndim != 2 or places.shape[1] != dim or places.shape[0] < 1:
+        raise ConfigError(f"probes: places must have shape [K, {dim}] (m), K >= 1, got {list(places.shape)}")
+    if times.ndim != 1 or times.size < 1 or not np.all(np.isfinite(times)):
+        raise ConfigError(f"probes: times must be a 1-D array of finite times (s), got shape {list(times.shape)}")
+    if not isinstance(data, Mapping) or not data:
+        raise ConfigError(f"probes: give measured values of at least one of the fields {problem.fields}")
+    out = {}
+    for name, values in data.items():
+        if name not in problem.fields:
+            raise ConfigError(f"probes: {name!r} is no field of {problem.name}; its fields are {problem.fields}")
+        v = np.asarray(values, dtype=np.float64)
+        if v.shape != (places.shape[0], times.size):
+            raise ConfigError(f"probes: {name} must have shape [K, nt] = [{places.shape[0]}, {times.size}] (one row "
+                              f"per probe place), got {list(v.shape)}")
+        if not np.all(np.isfinite(v)) or not np.any(v):
+            raise ConfigError(f"probes: {name} must be finite and not all zero")
+        out[name] = v
+    return places, times, out
+
+
+def invert(model, places, times, data: Mapping[str, np.ndarray], *, unknowns: Sequence[str] | None = None,
+           known: Mapping[str, float] | None = None, starts: int = 8, adam_steps: int = 40, lbfgs_steps: int = 30,
+           lr: float = 0.1, seed: int = 0) -> dict:
+    """The configuration of a trained family that best explains probe traces.
+
+    Parameters
+    ----------
+    model : TrainedModel
+        From :func:`elecsolver.load`; its problem has parameters.
+    places : array [K, dim]
+        Probe places in m.
+    times : array [nt]
+        Sample times in s.
+    data : dict
+        {field: measured values [K, nt], SI}.
+    unknowns : sequence of str, optional
+        The parameters to recover, by name or configuration key (default: all).
+    known : dict, optional
+        Values of the other parameters (default: the run's configuration).
+    starts, adam_steps, lbfgs_steps, lr, seed
+        The multi-start design, the iteration counts and Adam's step in the box scaled to [0, 1] (see the module
+        docstring).
+
+    Returns
+    -------
+    dict
+        ``configuration`` {name: SI value} (every parameter), ``misfit`` (relative, J above), ``starts`` [(start
+        configuration, misfit after Adam)], ``wall_s``.
+
+    Raises
+    ------
+    ConfigError
+        For a model without parameters, an unknown name, or probes of the wrong shape (the message says which).
+    """
+    t_start = time.perf_counter()
+    problem = model.problem
+    if not problem.parameters:
+        raise ConfigError(f"{problem.name} has no parameters: nothing to invert for (train a family)")
+    places, times, data = _check_data(model, places, times, data)
+    params = list(problem.parameters)
+    lookup = {p.name: i for i, p in enumerate(params)} | {p.key: i for i, p in enumerate(params) if p.key}
+    names = [p.name for p in params] if unknowns is None else list(unknowns)
+    bad = [n for n in names if n not in lookup]
+    if bad or not names:
+        raise ConfigError(f"unknowns {bad or names} are no parameters of {problem.name}; choose from "
+                          f"{[p.name for p in params]}")
+    free = sorted({lookup[n] for n in names})
+    base = dict(problem.configuration)
+    for k, v in (known or {}).items():
+        if k not in lookup:
+            raise ConfigError(f"known: {k!r} is no parameter of {problem.name}")
+        base[params[lookup[k]].name] = float(v)
+    net = copy.deepcopy(model.network).double()  # float64: the polish converges to round-off of the misfit
+    dev = model.device
+    scales = problem._axis_scales()
+    k_field = len(problem.field_inputs)
+    lo = torch.tensor([params[i].lower for i in free], dtype=torch.float64, device=dev)
+    hi = torch.tensor([params[i].upper for i in free], dtype=torch.float64, device=dev)
+    # the probe points (space, t) in training units, and the fixed parameter columns
+    k_probes, nt = places.shape[0], times.size
+    st = np.concatenate([np.repeat(places, nt, axis=0), np.tile(times, k_probes)[:, None]], axis=1)
+    st = torch.as_tensor(st / scales[:k_field], dtype=torch.float64, device=dev)
+    fixed = torch.as_tensor([base[p.name] / scales[k_field + i] for i, p in enumerate(params)], dtype=torch.float64,
+                            device=dev)
+    free_scale = torch.as_tensor(scales[k_field:][free], dtype=torch.float64, device=dev)
+    fields = list(data)
+    unit = np.array([problem.scales.of_unit(problem.units[f]) for f in fields])
+    cols = [problem.outputs.index(f) for f in fields]
+    target = torch.as_tensor(np.stack([data[f].reshape(-1) / u for f, u in zip(fields, unit)], 1), device=dev)
+    norm = float((target**2).sum())
+
+    def misfit(u):  # u [S, F] in [0, 1] -> J [S]
+        p_si = lo + u * (hi - lo)
+        s = u.shape[0]
+        cols_all = fixed.expand(s, -1).clone()
+        cols_all[:, free] = p_si / free_scale
+        x = torch.cat([st.expand(s, -1, -1), cols_all[:, None, :].expand(-1, st.shape[0], -1)], 2)
+        y = net(x.reshape(-1, x.shape[-1])).reshape(s, st.shape[0], -1)[:, :, cols]
+        return ((y - target) ** 2).sum((1, 2)) / norm
+
+    from .sampling import derive_seed, unit_samples
+
+    u0 = torch.as_tensor(unit_samples(starts, len(free), "sobol", derive_seed(seed, "invert")), device=dev)
+    u = u0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([u], lr=lr)
+    for _ in range(adam_steps):
+        opt.zero_grad()
+        misfit(u).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            u.clamp_(0.0, 1.0)
+    with torch.no_grad():
+        after = misfit(u)
+    best = int(torch.argmin(after))
+    ub = u[best : best + 1].detach().clone().requires_grad_(True)
+    lbfgs = torch.optim.LBFGS([ub], lr=1.0, max_iter=lbfgs_steps, tolerance_grad=1e-14, tolerance_change=1e-18,
+                              history_size=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        lbfgs.zero_grad()
+        j = misfit(ub.clamp(0.0, 1.0)).sum()
+        j.backward()
+        return j
+
+    lbfgs.step(closure)
+    with torch.no_grad():
+        ub.clamp_(0.0, 1.0)
+        final = float(misfit(ub)[0])
+    found = dict(base)
+    values = (lo + ub[0].detach() * (hi - lo)).cpu().numpy()
+    for i, v in zip(free, values):
+        found[params[i].name] = float(v)
+    start_values = (lo + u0 * (hi - lo)).cpu().numpy()
+    return {"configuration": found, "misfit": final, "unknowns": [params[i].name for i in free],
+            "starts": [({params[i].name: float(v) for i, v in zip(free, row)}, float(m))
+                       for row, m in zip(start_values, after.cpu().numpy())],
+            "wall_s": time.perf_counter() - t_start}
