@@ -54,7 +54,6 @@ import traceback
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
