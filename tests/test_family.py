@@ -148,8 +148,10 @@ def test_query_at_the_training_configuration_equals_the_run(short_run, tmp_path)
     proc = run_cli("query", str(short_run), "--set", "source.x0=0.4975", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     q = es.read(out / "fields.h5")
-    for name in ("Ex", "Ey", "Hz"):
-        np.testing.assert_array_equal(q["fieldset"].fields[name], run["fieldset"].fields[name])
+    for name in ("Ex", "Ey", "Hz"):  # the same float32 network in another process: equal to its roundoff (MKL's
+        # kernels depend on the arrays' alignment, so two processes may round differently: 3e-5 of the peak seen)
+        a, b = q["fieldset"].fields[name], run["fieldset"].fields[name]
+        np.testing.assert_allclose(a, b, rtol=0, atol=2e-4 * np.abs(b).max())
     m = json.loads((out / "metrics.json").read_text())
     assert m["configuration"]["x0"]["value"] == 0.4975 and m["rel_l2"]["early"]
     assert '<Information Name="x0" Value="0.4975 m"' in (out / "fields.xdmf").read_text()
