@@ -87,6 +87,14 @@ class Parameter:
         tol = rel * (self.upper - self.lower)
         return self.lower - tol <= value <= self.upper + tol
 
+    def quantity(self, value: float) -> str:
+        """``value`` with the unit, for messages ("0.42 m"; a dimensionless parameter without one: "2.5")."""
+        return f"{value:g}" if self.unit in ("1", "") else f"{value:g} {self.unit}"
+
+    def range_text(self) -> str:
+        """The trained range for messages ("[0.3, 0.7] m"; "[1.5, 4]" when dimensionless)."""
+        return f"[{self.lower:g}, {self.upper:g}]" + ("" if self.unit in ("1", "") else f" {self.unit}")
+
     def __repr__(self) -> str:
         return f"Parameter({self.name!r}, {self.lower:g}, {self.upper:g}, unit={self.unit!r})"
 

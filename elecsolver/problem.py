@@ -724,15 +724,15 @@ class Problem:
             value = 0.5 * (p.lower + p.upper) if p.key is None else _lookup(self.config, p.key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ConfigError(f"{p.key} = {value!r}: the configuration of a family gives each parameter one "
-                                  f"number (its trained range is [{p.lower:g}, {p.upper:g}] {p.unit})")
+                                  f"number (its trained range is {p.range_text()})")
             self.configuration[p.name] = float(value)
         fixed = getattr(self.sampling, "parameters", "box") == "fixed"
         if not (self.extrapolate or fixed):
             for p in self.parameters:
                 v = self.configuration[p.name]
                 if not p.contains(v):
-                    raise ConfigError(f"{p.key or p.name} = {v:g} {p.unit} lies outside the trained range "
-                                      f"[{p.lower:g}, {p.upper:g}] {p.unit}; choose a value inside it, or accept an "
+                    raise ConfigError(f"{p.key or p.name} = {p.quantity(v)} lies outside the trained range "
+                                      f"{p.range_text()}; choose a value inside it, or accept an "
                                       "extrapolation (elecsolver query --extrapolate; or train this configuration "
                                       "with --set sampling.parameters=fixed)")
 

@@ -135,8 +135,8 @@ class TrainedModel:
         problem = self.problem_class(config, extrapolate=True)
         outside = [p for p in problem.parameters if not p.contains(problem.configuration[p.name])]
         if outside:
-            what = ", ".join(f"{p.key} = {problem.configuration[p.name]:g} {p.unit} (trained on [{p.lower:g}, "
-                             f"{p.upper:g}])" for p in outside)
+            what = ", ".join(f"{p.key} = {p.quantity(problem.configuration[p.name])} (trained on "
+                             f"{p.range_text()})" for p in outside)
             if not extrapolate:
                 raise ConfigError(f"{what} lies outside the trained box; choose a value inside it, or pass "
                                   "--extrapolate (extrapolate=True) to evaluate the network there anyway")

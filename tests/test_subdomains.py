@@ -184,9 +184,35 @@ def test_hard_pec_with_subdomains_is_refused():
 
 
 def test_a_pde_without_interface_conditions_says_so():
-    pde = es.Helmholtz(2 * math.pi)
-    with pytest.raises(NotImplementedError, match="Helmholtz declares no interface conditions"):
+    pde = es.Wave()
+    with pytest.raises(NotImplementedError, match="Wave declares no interface conditions"):
         pde.interface_residual(None, None, None, None, None, None)
+
+
+def test_helmholtz_interface_residual_is_the_jump_of_the_field_and_its_normal_derivative():
+    """Equal permeability on both sides: [u] and [du/dn], here for u_in = sin(2x + y), u_out = cos(x - 3y)."""
+    from elecsolver.operators import evaluate
+
+    pde = es.Helmholtz(2 * math.pi, field="Ez")
+
+    class F(torch.nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, x):
+            return self.fn(x[:, 0], x[:, 1])[:, None]
+
+    pts = torch.rand(20, 2, dtype=torch.float64)
+    n = torch.nn.functional.normalize(torch.rand(20, 2, dtype=torch.float64), dim=1)
+    ctx = es.Context(("x", "y"), es.Scales(), {"Ez": "V/m"}, pde)
+    inner = evaluate(F(lambda x, y: torch.sin(2 * x + y)), pts, ("x", "y"), ("Ez",), wrt=("x", "y"), method="autograd")
+    outer = evaluate(F(lambda x, y: torch.cos(x - 3 * y)), pts, ("x", "y"), ("Ez",), wrt=("x", "y"), method="autograd")
+    r = pde.interface_residual(inner, outer, pts, pts, n, ctx)
+    x, y = pts[:, 0], pts[:, 1]
+    c, s = torch.cos(2 * x + y), -torch.sin(x - 3 * y)
+    dn = n[:, 0] * (2 * c - s) + n[:, 1] * (c + 3 * s)
+    assert torch.allclose(r, torch.stack([torch.sin(2 * x + y) - torch.cos(x - 3 * y), dn], 1), atol=1e-14)
 
 
 @pytest.mark.slow

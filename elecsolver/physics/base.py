@@ -177,7 +177,7 @@ class PDE:
             For a PDE that declares no interface conditions.
         """
         raise NotImplementedError(f"{type(self).__name__} declares no interface conditions; subdomains need a PDE "
-                                  "with interface_residual (Poisson, Laplace, Maxwell)")
+                                  "with interface_residual (Poisson, Laplace, Helmholtz, Maxwell)")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(fields={self.fields})"

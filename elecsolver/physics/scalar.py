@@ -204,6 +204,17 @@ class Helmholtz(ScalarPDE):
                 op = op + (f.d2(u, name, name) - (ds * L / s) * f.d(u, name)) / s**2
         return (-op - kl**2 * f[u] - self.rhs(points, ctx) * (L**2 / U)).unsqueeze(1)
 
+    def interface_residual(self, inner, outer, inner_points, outer_points, normals, ctx):
+        """[u_in - u_out, du_in/dn - du_out/dn], [N, 2] (complex for a complex field): across an interface between
+        media of equal permeability, where only k jumps, the field and its normal derivative are continuous (TMz:
+        Ez and H_phi; Balanis, *Advanced Engineering Electromagnetics*, 2nd ed., sec. 1.8.1 with mu continuous).
+        A smooth network meets both by itself, so a piecewise ``k`` in one network is the simpler route
+        (``dielectric-cylinder-family``); subdomains let each side's copy carry a kink the other side lacks."""
+        u = self.field
+        dn_i = sum(normals[:, k] * inner.d(u, a) for k, a in enumerate(ctx.space))
+        dn_o = sum(normals[:, k] * outer.d(u, a) for k, a in enumerate(ctx.space))
+        return torch.stack([inner[u] - outer[u], dn_i - dn_o], 1)
+
 
 class Wave(ScalarPDE):
     """Scalar wave equation d2u/dt2 - c^2 lap u = f (Jackson, *Classical Electrodynamics*, 3rd ed., 1999,
