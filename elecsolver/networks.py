@@ -800,6 +800,44 @@ def chain_rule_jet(x: Jet, value: torch.Tensor, lin, hess) -> Jet:
     return x.like(torch.stack(out, 0).to(ch.dtype))
 
 
+class InputFeatures(nn.Module):
+    """First layer that appends functions of the inputs as further inputs, [N, d] -> [N, d + m].
+
+    For a material interface inside one network: a feature that is C1 across the interface with a jump in its
+    second derivative (e.g. phi |phi| / (1 + phi^2) of a level set phi) lets the field carry the kink of its second
+    derivative that a jump in the wavenumber puts there (the cusp-capturing idea of Tseng, Lin, Hu & Lai, J.
+    Comput. Phys. 491 (2023) 112359, one derivative higher).
+
+    Parameters
+    ----------
+    fn : callable
+        [N, d] -> [N, m], a parameter-free function of the inputs (training units).  If it has a method
+        ``derivatives(x) -> (value [N, m], gradient [N, m, d], hessian [N, m, d, d])``, the jets are assembled from
+        these (:func:`chain_rule_jet`; no autograd, so that ``torch.func`` transforms such as the least-squares
+        solve's Jacobian pass through), else by :func:`input_function_jet`.
+
+    Shapes: tensors [N, d] -> [N, d + m]; jets likewise.
+    """
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]):
+        super().__init__()
+        self.fn = fn
+
+    def _jet(self, x: Jet) -> Jet:
+        derivatives = getattr(self.fn, "derivatives", None)
+        if derivatives is None:
+            return input_function_jet(self.fn, x)
+        val, grad, hess = derivatives(x.channels[0])
+        hess_fn = None if not x.spec.second_order else (
+            lambda u, v: torch.einsum("ni,nmij,nj->nm", u, hess, v))
+        return chain_rule_jet(x, val, lambda u: torch.einsum("nmi,ni->nm", grad, u), hess_fn)
+
+    def forward(self, x):
+        if isinstance(x, Jet):
+            return x.like(torch.cat([x.channels, self._jet(x).channels], -1))
+        return torch.cat([x, self.fn(x)], -1)
+
+
 class SubdomainFeatures(nn.Module):
     """First layer of a body with one copy of the fields per subdomain: appends the subdomains' level sets as
     inputs and stacks one copy of the points per subdomain, [N, d] -> [(m + 1) N, d + m].

@@ -10,7 +10,9 @@ A leaf subclass declares, in :meth:`Problem.setup` (which reads ``self.config``,
 - ``output`` (sites: :class:`~elecsolver.fields.GridSites` or :class:`~elecsolver.fields.MeshSites`, SI)
   and ``times`` (s, or None);
 - optionally ``regions`` ({name: spatial Domain}: extra PDE collocation clouds, e.g. dense points near a
-  source), ``heads`` (output transforms in training units, e.g. a near-field ansatz), ``windows``
+  source), ``input_features`` (a function of the inputs in training units, [N, d] -> [N, m], appended to
+  the network's inputs: :class:`~elecsolver.networks.InputFeatures`, e.g. the kink of a material interface),
+  ``heads`` (output transforms in training units, e.g. a near-field ansatz), ``windows``
   ({name: t_max in s or None}: the error windows of the metrics), ``progress_window``, ``derived``
   ({name: :class:`Derived`}: outputs computed from the fields, e.g. a total field) and a closed form
   :meth:`exact` (SI, torch tensors in, {field: tensor} out) or an overridden :meth:`reference`;
@@ -170,6 +172,7 @@ class Problem:
         self.sampling = SamplingOptions.from_config(self.config)
         self.network = NetworkOptions.from_config(self.config)
         self.conditions, self.scales, self.times, self.regions, self.heads = [], Scales(), None, {}, []
+        self.input_features = None
         self.windows, self.progress_window, self.output = {"full": None}, None, None
         self.derived, self.subdomains, self.interfaces = {}, {}, []
         self.parameters: list[Parameter] = []
@@ -572,8 +575,13 @@ class Problem:
         if self.parameters:  # each parameter's input scaled over its trained range
             lo = np.concatenate([lo, self.training_units_of_parameters(np.array([[p.lower for p in self.parameters]]))[0]])
             hi = np.concatenate([hi, self.training_units_of_parameters(np.array([[p.upper for p in self.parameters]]))[0]])
+        if self.subdomains and self.input_features is not None:
+            raise ConfigError(f"{self.name}: input_features do not combine with subdomains (each subdomain's copy "
+                              "already carries its level set)")
         if self.subdomains:
             body = self._subdomain_body(lo, hi)
+        elif self.input_features is not None:
+            body = self._features_body(lo, hi)
         else:
             body = build_body(self.network, len(self.inputs), len(self.outputs), lo.tolist(), hi.tolist())
         heads: list[nn.Module] = []
@@ -603,6 +611,23 @@ class Problem:
         m = len(self.subdomains)
         body = build_body(self.network, len(self.inputs) + m, block, [*lo.tolist(), *f_lo], [*hi.tolist(), *f_hi])
         return nn.Sequential(SubdomainFeatures(levels, m), *body, SubdomainMerge(m))
+
+    def _features_body(self, lo, hi) -> nn.Sequential:
+        """The body on the inputs and ``input_features`` (:class:`~elecsolver.networks.InputFeatures`), each
+        feature scaled over its range on the domain's box."""
+        from .networks import InputFeatures, build_body
+
+        rng = np.random.default_rng(0)
+        box = torch.as_tensor(rng.uniform(lo, hi, (4096, len(lo))), dtype=torch.float64)
+        with torch.no_grad():
+            f = self.input_features(box)
+        if f.ndim != 2 or f.shape[0] != box.shape[0]:
+            raise ConfigError(f"{self.name}: input_features must map points [N, {len(lo)}] to [N, m], got "
+                              f"{list(f.shape)}")
+        f_lo, f_hi = f.min(0).values.tolist(), f.max(0).values.tolist()
+        body = build_body(self.network, len(lo) + f.shape[1], len(self.outputs), [*lo.tolist(), *f_lo],
+                          [*hi.tolist(), *f_hi])
+        return nn.Sequential(InputFeatures(self.input_features), *body)
 
     def _pec_heads(self, lo, hi) -> list[nn.Module]:
         """n x E = 0 on every face of a box: each tangential E component along axis a vanishes on the faces

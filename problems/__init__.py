@@ -5,6 +5,7 @@ from __future__ import annotations
 from elecsolver.problem import Problem
 
 from .electrostatics_coax import ElectrostaticsCoax
+from .dielectric_cylinder_family import DielectricCylinderFamily
 from .dielectric_interface_1d import DielectricInterface1D
 from .electrostatics_dielectric_cylinder import ElectrostaticsDielectricCylinder
 from .helmholtz_square import HelmholtzSquare
@@ -56,3 +57,4 @@ register(LineSource2D)
 register(ElectrostaticsDielectricCylinder)
 register(DielectricInterface1D)
 register(MaxwellPointSourceFamily)
+register(DielectricCylinderFamily)

@@ -42,8 +42,10 @@ def test_reference_satisfies_the_pde_and_the_conditions(name):
         # puts it into the Helmholtz equation by extrapolated finite differences and checks the Hankel closed form
         # maxwell-point-source-family: the FDTD of maxwell-point-source-2d at each configuration;
         # tests/test_family.py holds it equal to that problem's reference at the same source
+        # dielectric-cylinder-family: the Bessel/Hankel series; tests/test_dielectric_cylinder.py puts it into the
+        # problem's own k and source by finite differences, checks its interface conditions and three limits
         assert name in ("maxwell-point-source-2d", "pec-cylinder-scattering", "line-source-2d",
-                        "maxwell-point-source-family"), \
+                        "maxwell-point-source-family", "dielectric-cylinder-family"), \
             f"{name} has neither a closed form nor a reference test"
         return
     eps = 1e-3
