@@ -89,10 +89,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate a configuration outside the trained box (warns instead of refusing)")
     q.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     q.add_argument("--problem", help="the problem (file.py[:Class]) when the run's is not registered")
-    v = sub.add_parser("invert", help="recover a trained family's parameters from probe time traces")
+    v = sub.add_parser("invert", help="recover a trained family's parameters from probe traces")
     v.add_argument("run", help="the folder of a finished run of a family")
     v.add_argument("--probes", required=True, metavar="FILE.npz",
-                   help="places [K, dim] (m), times [nt] (s) and one [K, nt] array per measured field (SI), e.g. Hz")
+                   help="places [K, dim] (m), times [nt] (s) and one [K, nt] array per measured field (SI), e.g. Hz; "
+                        "without a time axis no times and one [K] array per field (complex for a complex field)")
     v.add_argument("--unknowns", help="comma-separated parameters to recover (default: all)")
     v.add_argument("--starts", type=int, default=8, help="starting points of the search (default 8)")
     v.add_argument("--json", metavar="PATH", help="also write the result here")
@@ -408,16 +409,18 @@ def _invert(args) -> None:
             arrays = {k: npz[k] for k in npz.files}
     except (OSError, ValueError) as exc:
         raise UsageError(f"--probes {path}: cannot read it as an .npz file ({exc})") from None
-    missing = [k for k in ("places", "times") if k not in arrays]
-    if missing:
-        raise UsageError(f"--probes {path} lacks {missing}: give places [K, dim] (m), times [nt] (s) and one [K, nt] "
-                         "array per measured field")
     model = load(args.run, args.problem, args.device)
+    timed = model.problem.time_dependent
+    missing = [k for k in (("places", "times") if timed else ("places",)) if k not in arrays]
+    if missing:
+        raise UsageError(f"--probes {path} lacks {missing}: give places [K, dim] (m), " +
+                         ("times [nt] (s) and one [K, nt] array per measured field" if timed else
+                          "and one [K] array per measured field (complex for a complex field)"))
     unknowns = [u.strip() for u in args.unknowns.split(",") if u.strip()] if args.unknowns else None
     data = {k: v for k, v in arrays.items() if k not in ("places", "times")}
-    out = invert(model, arrays["places"], arrays["times"], data, unknowns=unknowns, starts=args.starts)
-    units = model.problem.units
-    print("recovered: " + ", ".join(f"{k} = {out['configuration'][k]:.6g} {units[k]}" for k in out["unknowns"])
+    out = invert(model, arrays["places"], arrays.get("times"), data, unknowns=unknowns, starts=args.starts)
+    params = {p.name: p for p in model.problem.parameters}
+    print("recovered: " + ", ".join(f"{k} = {params[k].quantity(out['configuration'][k])}" for k in out["unknowns"])
           + f" (relative misfit {out['misfit']:.3e}, {out['wall_s']:.2f} s)")
     if args.json:
         write_json(Path(args.json), out)

@@ -1,9 +1,10 @@
 """Inverse problems through a trained family: the configuration that explains measured field traces.
 
-Given probe places, times and measured values of some fields (e.g. Hz at 4 probes over 4 ns), :func:`invert`
-finds the parameters of a trained family (:mod:`elecsolver.query`) that minimise the relative misfit
+Given probe places, times and measured values of some fields (e.g. Hz at 4 probes over 4 ns; or, for a
+time-harmonic family, the complex Ez at 8 receivers and no times), :func:`invert` finds the parameters of a trained
+family (:mod:`elecsolver.query`) that minimise the relative misfit
 
-    J(p) = sum_fields sum_(probes, times) (u(x_k, t_j; p) - d_kj)^2 / sum d_kj^2
+    J(p) = sum_fields sum_(probes, times) |u(x_k, t_j; p) - d_kj|^2 / sum |d_kj|^2
 
 over the trained box, by gradient descent through the network's inputs (the network is differentiated with
 respect to its parameter columns by reverse mode, as for its weights): every one of ``starts`` points of a
@@ -12,7 +13,8 @@ inside it; the best is polished by L-BFGS (strong-Wolfe line search) in float64.
 ``unknowns`` keep the run's configuration (or the value given in ``known``).
 
 ``elecsolver invert RUN --probes probes.npz [--unknowns x0,y0,f]`` does the same from the command line: the file
-holds ``places`` [K, dim] (m), ``times`` [nt] (s) and one array [K, nt] per measured field (SI), e.g. ``Hz``.
+holds ``places`` [K, dim] (m), ``times`` [nt] (s; left out for a problem without a time axis) and one array [K, nt]
+(or [K]) per measured field (SI, complex for a complex field), e.g. ``Hz``.
 """
 
 from __future__ import annotations
@@ -29,27 +31,36 @@ from .config import ConfigError
 __all__ = ["invert"]
 
 
-def _check_data(model, places, times, data) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+def _check_data(model, places, times, data) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray]]:
     problem = model.problem
-    if not problem.time_dependent:
-        raise ConfigError(f"{problem.name} has no time axis: invert needs probe time traces")
     dim = problem.space_domain.dim
     places = np.asarray(places, dtype=np.float64)
-    times = np.asarray(times, dtype=np.float64)
     if places.ndim != 2 or places.shape[1] != dim or places.shape[0] < 1:
         raise ConfigError(f"probes: places must have shape [K, {dim}] (m), K >= 1, got {list(places.shape)}")
-    if times.ndim != 1 or times.size < 1 or not np.all(np.isfinite(times)):
-        raise ConfigError(f"probes: times must be a 1-D array of finite times (s), got shape {list(times.shape)}")
+    if problem.time_dependent:
+        if times is None:
+            raise ConfigError(f"probes: {problem.name} is time-dependent; give the sample times [nt] (s)")
+        times = np.asarray(times, dtype=np.float64)
+        if times.ndim != 1 or times.size < 1 or not np.all(np.isfinite(times)):
+            raise ConfigError(f"probes: times must be a 1-D array of finite times (s), got shape {list(times.shape)}")
+        shape, what = (places.shape[0], times.size), "[K, nt]"
+    else:
+        if times is not None:
+            raise ConfigError(f"probes: {problem.name} has no time axis; give no times (one value per probe place)")
+        shape, what = (places.shape[0],), "[K]"
     if not isinstance(data, Mapping) or not data:
         raise ConfigError(f"probes: give measured values of at least one of the fields {problem.fields}")
     out = {}
     for name, values in data.items():
         if name not in problem.fields:
             raise ConfigError(f"probes: {name!r} is no field of {problem.name}; its fields are {problem.fields}")
-        v = np.asarray(values, dtype=np.float64)
-        if v.shape != (places.shape[0], times.size):
-            raise ConfigError(f"probes: {name} must have shape [K, nt] = [{places.shape[0]}, {times.size}] (one row "
-                              f"per probe place), got {list(v.shape)}")
+        v = np.asarray(values)
+        if np.iscomplexobj(v) and name not in problem.complex_fields:
+            raise ConfigError(f"probes: {name} is a real field; its values must be real")
+        v = v.astype(np.complex128 if name in problem.complex_fields else np.float64)
+        if v.shape != shape:
+            raise ConfigError(f"probes: {name} must have shape {what} = {list(shape)} (one row per probe place), "
+                              f"got {list(v.shape)}")
         if not np.all(np.isfinite(v)) or not np.any(v):
             raise ConfigError(f"probes: {name} must be finite and not all zero")
         out[name] = v
@@ -67,10 +78,10 @@ def invert(model, places, times, data: Mapping[str, np.ndarray], *, unknowns: Se
         From :func:`elecsolver.load`; its problem has parameters.
     places : array [K, dim]
         Probe places in m.
-    times : array [nt]
-        Sample times in s.
+    times : array [nt] or None
+        Sample times in s (None for a problem without a time axis, e.g. a time-harmonic one).
     data : dict
-        {field: measured values [K, nt], SI}.
+        {field: measured values [K, nt] (or [K] without a time axis), SI; complex for a complex field}.
     unknowns : sequence of str, optional
         The parameters to recover, by name or configuration key (default: all).
     known : dict, optional
@@ -115,16 +126,25 @@ def invert(model, places, times, data: Mapping[str, np.ndarray], *, unknowns: Se
     lo = torch.tensor([params[i].lower for i in free], dtype=torch.float64, device=dev)
     hi = torch.tensor([params[i].upper for i in free], dtype=torch.float64, device=dev)
     # the probe points (space, t) in training units, and the fixed parameter columns
-    k_probes, nt = places.shape[0], times.size
-    st = np.concatenate([np.repeat(places, nt, axis=0), np.tile(times, k_probes)[:, None]], axis=1)
+    if times is None:
+        st = places
+    else:
+        k_probes, nt = places.shape[0], times.size
+        st = np.concatenate([np.repeat(places, nt, axis=0), np.tile(times, k_probes)[:, None]], axis=1)
     st = torch.as_tensor(st / scales[:k_field], dtype=torch.float64, device=dev)
     fixed = torch.as_tensor([base[p.name] / scales[k_field + i] for i, p in enumerate(params)], dtype=torch.float64,
                             device=dev)
     free_scale = torch.as_tensor(scales[k_field:][free], dtype=torch.float64, device=dev)
-    fields = list(data)
-    unit = np.array([problem.scales.of_unit(problem.units[f]) for f in fields])
-    cols = [problem.outputs.index(f) for f in fields]
-    target = torch.as_tensor(np.stack([data[f].reshape(-1) / u for f, u in zip(fields, unit)], 1), device=dev)
+    cols, columns = [], []  # the network's output channels and the measured values in training units
+    for f, v in data.items():
+        u = problem.scales.of_unit(problem.units[f])
+        if f in problem.complex_fields:  # the channels f.re and f.im
+            cols += [problem.outputs.index(f"{f}.re"), problem.outputs.index(f"{f}.im")]
+            columns += [v.real.reshape(-1) / u, v.imag.reshape(-1) / u]
+        else:
+            cols.append(problem.outputs.index(f))
+            columns.append(v.reshape(-1) / u)
+    target = torch.as_tensor(np.stack(columns, 1), device=dev)
     norm = float((target**2).sum())
 
     def misfit(u):  # u [S, F] in [0, 1] -> J [S]
