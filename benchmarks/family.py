@@ -211,7 +211,7 @@ def main(argv=None) -> dict:
                     "traces": traces,
                     "position_error_m": float(np.hypot(got["x0"] - c["x0"], got["y0"] - c["y0"])),
                     "frequency_error": abs(got["f"] - c["f"]) / c["f"]})
-        print(json.dumps(inv[-1]), flush=True)
+        print(json.dumps({k: v for k, v in inv[-1].items() if k != "traces"}), flush=True)
     ok = [r for r in inv if r["position_error_m"] <= 5e-3 and r["frequency_error"] <= 0.01]
     fdtd_inv = []
     for k, r in enumerate(inv[: args.fdtd_inversions]):
