@@ -306,6 +306,10 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
 
     out = Path(out)
     _refuse_other_problems_outputs(out, problem.name)
+    total = problem.training.total_steps
+    if stop_after is not None and stop_after > total:
+        raise ConfigError(f"--stop-after {stop_after} lies beyond the run's last step ({total}: training.steps plus "
+                          "the finish's): it would never stop there; give a step up to that, or more --steps")
     options = ParallelOptions.coerce(parallel)
     options.validate(problem.training, launched_world_size())  # one clear line before any rank waits for another
     comm, info, dev = init_data_parallel(device, timeout_s=options.timeout_s)

@@ -121,6 +121,12 @@ def test_resume_with_other_configuration_is_refused(tmp_path):
     proc = run_cli(*common, "--steps", "4", "--resume", "--stop-after", "1")
     assert proc.returncode == 2 and "at or before the checkpoint's step 2" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    # a --stop-after beyond the last step would never stop: refused before anything is written
+    fresh = tmp_path / "fresh"
+    proc = run_cli("run", PROBLEM, "--preset", "ci", "--quiet", "--out", str(fresh), "--steps", "5", "--stop-after",
+                   "100")
+    assert proc.returncode == 2 and "--stop-after 100 lies beyond the run's last step (5" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not fresh.exists()
 
 
 @pytest.mark.parametrize("args,message", [

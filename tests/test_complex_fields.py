@@ -127,6 +127,20 @@ def test_the_closed_form_satisfies_the_complex_pde_and_the_sommerfeld_condition(
             assert float(bad.norm()) == pytest.approx(2.0, rel=1e-12)
 
 
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_pml_stretch_and_its_derivative_are_exactly_one_and_zero_outside_the_layer(order):
+    """For every order, also m = 1 whose depth^(m-1) is 1 at depth 0: s = 1 and ds/dx = 0 in the inner box, and
+    ds/dx is the derivative of s inside the layer (central differences)."""
+    pml = es.PML([-1.0, -2.0], [1.0, 2.0], 0.5, K, reflection=1e-3, order=order)
+    x = torch.linspace(-1.0, 1.0, 101, dtype=torch.float64)
+    for axis in (0, 1):
+        s, ds = pml.stretch(axis, x)
+        assert torch.equal(s, torch.ones_like(s)) and torch.equal(ds, torch.zeros_like(ds))
+    h, xs = 1e-6, torch.tensor([-1.4, -1.2, 1.1, 1.3, 1.45], dtype=torch.float64)
+    num = (pml.stretch(0, xs + h)[0] - pml.stretch(0, xs - h)[0]) / (2 * h)
+    assert torch.allclose(num, pml.stretch(0, xs)[1], rtol=1e-7, atol=1e-7)
+
+
 def test_pml_stretching_is_exactly_one_outside_the_layer_and_designed_by_its_reflection():
     pml = es.PML([-1.0, -2.0], [1.0, 2.0], 0.5, K, reflection=1e-3, order=2)
     x = torch.linspace(-1.0, 1.0, 101, dtype=torch.float64)

@@ -69,6 +69,17 @@ def test_series_meets_the_pec_conditions_on_the_cylinder():
         assert abs(cn[-1]) < 1e-30 and cn.size > K * A
 
 
+def test_sites_on_the_surface_take_the_series_value_there():
+    """A site on r = a that rounds to r = a - 1e-16 (e.g. (-0.3, -0.4) for a = 0.5) is on the surface, where the
+    series holds (TE: Hz_total != 0), not inside the conductor."""
+    x, y = np.array([-0.3 * (1 - 4e-16)]), np.array([-0.4 * (1 - 4e-16)])
+    assert np.hypot(x, y)[0] < A  # the round-off the reference must not read as 'inside'
+    on = pec_cylinder_scattered(x, y, K, A, "TE")
+    off = pec_cylinder_scattered(np.array([-0.3 * (1 + 1e-9)]), np.array([-0.4 * (1 + 1e-9)]), K, A, "TE")
+    np.testing.assert_allclose(on, off, rtol=1e-6)
+    assert abs(on[0] + np.exp(1j * K * -0.3)) > 0.1  # not the inside value -u_inc
+
+
 def test_series_refuses_bad_parameters():
     with pytest.raises(ValueError, match="polarisation"):
         pec_cylinder_scattered([1.0], [0.0], K, A, "TEM")

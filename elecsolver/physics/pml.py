@@ -106,7 +106,9 @@ class PML:
         depth, sign = self._depth(axis, x)
         m, a = self.order, self.alpha
         s = torch.complex(torch.ones_like(x), a * depth**m)
-        ds = torch.complex(torch.zeros_like(x), a * m * depth ** (m - 1) * sign / self.thickness)
+        # depth^(m-1) is 1 at depth 0 for m = 1: the derivative is zero outside the layer for every order
+        slope = torch.where(depth > 0, a * m * depth ** (m - 1) * sign / self.thickness, torch.zeros_like(x))
+        ds = torch.complex(torch.zeros_like(x), slope)
         return s, ds
 
     def stretched(self, axis: int, x: torch.Tensor) -> torch.Tensor:

@@ -66,7 +66,7 @@ def pec_cylinder_scattered(x, y, wavenumber: float, radius: float, polarisation:
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     c = pec_cylinder_coefficients(wavenumber * radius, polarisation)
     r, phi = np.hypot(x, y), np.arctan2(y, x)
-    outside = r >= radius
+    outside = r >= radius * (1 - 1e-12)  # sites on the surface (r = a to round-off) take the series' surface value
     kr, ph = wavenumber * r[outside], phi[outside]
     total = c[0] * special.hankel1(0, kr)
     for n in range(1, c.size):
