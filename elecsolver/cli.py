@@ -296,13 +296,14 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         For a checkpoint that does not fit or ranks that cannot meet.
     ConfigError
         For parallel options that clash or do not fit the number of ranks (before any group is joined).
+    Interrupted
+        On SIGINT, SIGTERM or SIGUSR1 during training: every rank stopped after the same step and the checkpoint is
+        written (:mod:`elecsolver.training.interrupt`; ``exit_code`` is 128 + the signal, the command exits with it).
     """
     from .config import ConfigError
-    from .export import export_run
-    from .parallel.data_parallel import init_data_parallel, shutdown
-    from .parallel.strategy import ParallelOptions, apply_parallelism
+    from .parallel.strategy import ParallelOptions
     from .training.context import launched_world_size
-    from .training.trainer import Trainer
+    from .training.interrupt import stop_requests
 
     out = Path(out)
     _refuse_other_problems_outputs(out, problem.name)
@@ -312,6 +313,18 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
                           "the finish's): it would never stop there; give a step up to that, or more --steps")
     options = ParallelOptions.coerce(parallel)
     options.validate(problem.training, launched_world_size())  # one clear line before any rank waits for another
+    with stop_requests():  # SIGINT / SIGTERM / SIGUSR1: stop after a step with a checkpoint (Interrupted)
+        return _train(problem, out, device, preset, resume, stop_after, quiet, options)
+
+
+def _train(problem, out, device, preset, resume, stop_after, quiet, options):
+    from .config import ConfigError
+    from .export import export_run
+    from .parallel.data_parallel import init_data_parallel, shutdown
+    from .parallel.strategy import apply_parallelism
+    from .training.interrupt import Interrupted
+    from .training.trainer import Trainer
+
     comm, info, dev = init_data_parallel(device, timeout_s=options.timeout_s)
     _setup_logging(info.rank, quiet)
     try:
@@ -351,7 +364,8 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         context.barrier()
         return metrics
     finally:  # no closing barrier while an exception propagates: the other ranks may never arrive
-        shutdown(clean=sys.exc_info()[0] is None)
+        exc = sys.exc_info()[0]
+        shutdown(clean=exc is None or issubclass(exc, Interrupted))  # every rank stopped at the same step
 
 
 def _refuse_other_problems_outputs(out: Path, name: str) -> None:
@@ -457,6 +471,7 @@ def _guarded(fn) -> int:
     from .config import ConfigError
     from .parallel.failure import RankFailure
     from .parallel.launch import LaunchError
+    from .training.interrupt import Interrupted
     from .training.trainer import ResumeError
 
     try:
@@ -472,6 +487,13 @@ def _guarded(fn) -> int:
     except RankFailure as exc:  # another rank failed (its own error is on its stderr): one line here
         print(f"elecsolver: error: {exc}", file=sys.stderr)
         return 1
+    except Interrupted as exc:  # every rank stopped at the same step and the checkpoint is written: said once
+        if _launch_rank() == 0:
+            print(f"elecsolver: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C before or after training (inside it, a stop request ends the step)
+        print("elecsolver: interrupted by SIGINT (outside training: no checkpoint written)", file=sys.stderr)
+        return 130
 
 
 def _launch_rank() -> int:

@@ -247,6 +247,8 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
         hooks["optimizer_state_dict"] = functools.partial(_zero_state_dict, writer=mesh.dp_index == 0)
     elif opts.zero:
         log.warning("--zero with one data-parallel rank shards nothing; running plain Adam")
+    if world > 1:
+        hooks["stop_vote"] = functools.partial(_stop_vote, mesh=mesh)
     shard = (mesh.tp_index, mesh.pp_index)
     ctx = RunContext(
         rank=mesh.dp_index, world=mesh.dp,
@@ -261,6 +263,12 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
         log.info("%s; %s", mesh.describe(), ", ".join(f"{k}={v}" for k, v in opts.as_dict().items()
                                                       if k not in ("loss_scale", "timeout_s")))
     return model, ctx
+
+
+def _stop_vote(signum: int, mesh: DeviceMesh) -> int:
+    """The largest pending stop request over every rank (collective; a signal that reached one rank stops all)."""
+    flag = torch.tensor([signum], dtype=torch.int64)
+    return int(mesh.all_reduce_max(flag, axis="world")[0])
 
 
 def _gather(model, mesh: DeviceMesh, template=None):

@@ -75,6 +75,9 @@ class RunContext:
         Whether this rank writes ``checkpoint_name`` (default: ``is_writer``).
     model_parallel : int
         Ranks that share one model replica (tensor x pipeline parallel; 1 for data parallelism only).
+    stop_vote : callable, optional
+        ``stop_vote(signum) -> signum``: collective over every rank of the launch; the largest pending stop request
+        (:mod:`elecsolver.training.interrupt`), so that all ranks stop at the same step.  None: one process.
     solo : bool
         This process trains alone on purpose although a launcher started several (e.g. a one-process reference
         computed on rank 0); without it the Trainer refuses a one-rank context under a multi-rank launcher.
@@ -98,6 +101,7 @@ class RunContext:
     checkpoint_name: str = "checkpoint.pt"
     checkpoint_writer: bool | None = None
     model_parallel: int = 1
+    stop_vote: Callable[[int], int] | None = None
     solo: bool = False
     extra: dict = field(default_factory=dict)
 

@@ -29,6 +29,7 @@ from ..config import ConfigError
 from ..io.atomic import atomic_path, write_text
 from ..problem import Problem
 from .context import RunContext, launched_world_size
+from .interrupt import CHECK_EVERY, Interrupted, pending
 from .loss import constraint_residual, loss_terms
 from .points import Points
 from .step import Step
@@ -481,15 +482,24 @@ class Trainer:
         checkpoint steps, so that the host queues the next steps while the device works (a non-finite loss is then
         reported at the first such step after it).  The wall time counts to the end of the device's work.
 
+        A stop request (SIGINT, SIGTERM or SIGUSR1 under :func:`elecsolver.training.interrupt.stop_requests`) ends
+        the loop after the current step: one process looks after every step; several ranks agree every
+        :data:`~elecsolver.training.interrupt.CHECK_EVERY` steps (every :attr:`SYNC_EVERY` on a GPU) through the
+        context's ``stop_vote``, so that all stop at the same step.  The checkpoint is then written.
+
         Raises
         ------
         FloatingPointError
             If the loss stops being finite (the message says to lower training.lr).
+        Interrupted
+            After a stop request, once the checkpoint is written (``exit_code`` 128 + signal).
         """
         total = self.options.total_steps
         end = total if stop_after is None else min(stop_after, total)
         bar = self._progress_bar(end)
         sync_every = self.SYNC_EVERY if self.device.type == "cuda" else 1
+        vote = self.ctx.stop_vote
+        check_every = 1 if vote is None else (self.SYNC_EVERY if self.device.type == "cuda" else CHECK_EVERY)
         try:
             t0 = time.perf_counter()
             while self.step < end:
@@ -498,6 +508,13 @@ class Trainer:
                 save_now = self.step % self.options.checkpoint_every == 0 or self.step == end
                 if bar is not None:
                     bar.update(1)
+                if self.step % check_every == 0:
+                    signum = pending() if vote is None else vote(pending())
+                    if signum:
+                        values.tolist()  # waits for the device
+                        self.wall_s += time.perf_counter() - t0
+                        self.save_checkpoint()
+                        raise Interrupted(self.step_offset + self.step, signum)
                 if not (log_now or save_now or self.step % sync_every == 0):
                     continue
                 terms = values.tolist()  # waits for the device
