@@ -188,6 +188,8 @@ def _configure(cls, args):
 
 
 def _check_out_dir(out: Path) -> None:
+    import tempfile
+
     for parent in [out, *out.parents]:
         if parent.exists():
             if not parent.is_dir():
@@ -195,6 +197,11 @@ def _check_out_dir(out: Path) -> None:
                 raise UsageError(f"--out {out} {what} an existing file, not a folder; choose another path")
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise UsageError(f"--out {out}: {parent} is not writable by this user; choose another folder")
+            try:  # what access() cannot tell (a read-only mount, /proc, root on a squashed share): try it
+                os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".elecsolver-check-"))
+            except OSError as exc:
+                raise UsageError(f"--out {out}: cannot create a folder in {parent} ({exc.strerror}); choose another "
+                                 "folder") from None
             break
 
 
@@ -451,8 +458,12 @@ def run(args, cls=None) -> dict | None:
     problem = _configure(cls, args)
     out = _check_args(args)
     parallel = _parallel_options(args)
-    return train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
-                 stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
+    metrics = train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
+                    stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
+    if metrics is not None:  # the writer rank of a finished run; said with --quiet too
+        print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt, "
+              "PNG snapshots", flush=True)
+    return metrics
 
 
 def _report(metrics: dict | None) -> None:
@@ -469,6 +480,7 @@ def _percent(v: float) -> str:
 
 def _guarded(fn) -> int:
     from .config import ConfigError
+    from .io.atomic import WriteError
     from .parallel.failure import RankFailure
     from .parallel.launch import LaunchError
     from .training.interrupt import Interrupted
@@ -491,6 +503,10 @@ def _guarded(fn) -> int:
         if _launch_rank() == 0:
             print(f"elecsolver: {exc}", file=sys.stderr)
         return exc.exit_code
+    except WriteError as exc:  # a write that failed while running (a full disk, a folder removed): files are atomic
+        print(f"elecsolver: error: {exc}; the files written before are intact (each file is written whole or not "
+              "at all)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # Ctrl-C before or after training (inside it, a stop request ends the step)
         print("elecsolver: interrupted by SIGINT (outside training: no checkpoint written)", file=sys.stderr)
         return 130

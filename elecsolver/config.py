@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from typing import Any
 
-__all__ = ["ConfigError", "apply_overrides", "config_hash", "merge", "set_value"]
+__all__ = ["check_finite", "ConfigError", "apply_overrides", "config_hash", "merge", "set_value"]
 
 
 class ConfigError(ValueError):
@@ -26,7 +27,34 @@ def _type_name(v: Any) -> str:
             dict: "a section"}.get(type(v), type(v).__name__)
 
 
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return any(_non_finite(v) for v in value)
+    return False
+
+
+def check_finite(config: dict, path: str = "") -> None:
+    """Refuse a NaN or infinite number anywhere in ``config`` (in lists too), naming its key and value.
+
+    Raises
+    ------
+    ConfigError
+        For the first such entry: ``cavity.a = nan: not a finite number; give a finite value``.
+    """
+    for k, v in config.items():
+        key = f"{path}{k}"
+        if isinstance(v, dict):
+            check_finite(v, key + ".")
+        elif _non_finite(v):
+            raise ConfigError(f"{key} = {json.dumps(v)}: not a finite number; give a finite value")
+
+
 def _coerce(key: str, old: Any, new: Any) -> Any:
+    if _non_finite(new):
+        raise ConfigError(f"--set {key}={json.dumps(new)}: not a finite number; give a finite value"
+                          + (f" (the default is {json.dumps(old)})" if old is not None else ""))
     if old is None:  # an optional entry off by default: its owner validates the value
         if not isinstance(new, dict):
             return new

@@ -52,7 +52,7 @@ import torch
 from torch import nn
 
 from .axes import Axis, Parameter
-from .config import ConfigError, merge
+from .config import ConfigError, check_finite, merge
 from .geometry import Domain, TimeDomain
 from .operators import Fields, SubdomainFields
 from .physics.base import PDE, Condition, Context, Derivatives, axis_scale
@@ -168,6 +168,7 @@ class Problem:
 
     def __init__(self, config: dict | None = None, *, extrapolate: bool = False):
         self.config = copy.deepcopy(config) if config is not None else self.preset_config()
+        check_finite(self.config)
         self.training = TrainingOptions.from_config(self.config)
         self.sampling = SamplingOptions.from_config(self.config)
         self.network = NetworkOptions.from_config(self.config)
@@ -289,12 +290,33 @@ class Problem:
             raise ValueError(f"network.hard_initial imposes one initial state, but {[c.name for c in initial]} "
                              "are declared; keep one")
         self.hard_pec  # noqa: B018 (raises for a domain or condition it cannot impose)
+        self._check_output_extent()
         self._check_points_per_wavelength()
         terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions), *(i.name for i in self.interfaces)]
         for key in ("rar_constraints", "rad_constraints"):
             unknown = sorted(set(getattr(self.sampling, key)) - set(terms))
             if unknown:
                 raise ConfigError(f"sampling.{key} names {unknown}, which are no loss terms; choose from {terms}")
+
+    def _check_output_extent(self) -> None:
+        """Refuse output sites beyond the spatial domain's bounding box: the network would be evaluated where the
+        problem is not defined.  Sites inside the box but outside the domain (a hole, a PEC body) are masked
+        (:meth:`output_mask`) and left out of every metric."""
+        from .fields.sites import GridSites
+
+        if not isinstance(self.output, GridSites):
+            return
+        dom = self.space_domain
+        lo, hi = dom.bbox()
+        names = list(self.output.names)[: dom.dim]
+        tol = 1e-9 * dom.size()
+        axes = [np.asarray(self.output.axes[n], dtype=float) for n in names]
+        if all(a.min() >= lo[k] - tol and a.max() <= hi[k] + tol for k, a in enumerate(axes)):
+            return
+        sites = ", ".join(f"{n} in [{a.min():.4g}, {a.max():.4g}]" for n, a in zip(names, axes))
+        box = ", ".join(f"{n} in [{lo[k]:.4g}, {hi[k]:.4g}]" for k, n in enumerate(names))
+        raise ConfigError(f"the output sites span {sites} m, beyond the domain's {box} m: the problem is not defined "
+                          "there; put the output grid inside the domain")
 
     @property
     def subdomain_order(self) -> tuple[str, ...]:
@@ -468,29 +490,46 @@ class Problem:
         smp = self.config["sampling"]
         return int(smp[name]) if name in smp else int(smp[fallback])
 
+    def _count_key(self, name: str, fallback: str, declared: int | None = None) -> str | None:
+        """The configuration key :meth:`_count` read (None: the count was declared in code)."""
+        if declared is not None:
+            return None
+        return name if name in self.config["sampling"] else fallback
+
     def constraints(self) -> list[Constraint]:
         """Every loss term: the PDE on the domain (and on each region), each condition on its tags; terms with
-        no points or weight 0 are left out (a zero-weight condition's points may still anchor the PDE cloud,
-        ``sampling.pde_on_boundary``)."""
+        weight 0 are left out, one with no points and a positive weight is refused (a zero-weight condition's
+        points may still anchor the PDE cloud, ``sampling.pde_on_boundary``).
+
+        Raises
+        ------
+        ConfigError
+            For a term with a positive weight and no points (names the ``sampling`` key and ``loss.<term>``).
+        """
         ctx, out = self.context, []
         weights = self.config.get("loss", {})
         d = self.pde.derivatives(self.field_inputs, self.scales)
 
-        def make(name, n, sample, residual, der: Derivatives, weight):
+        def make(name, n, sample, residual, der: Derivatives, weight, key=None):
             weight = float(weights.get(name, weight))
+            if n <= 0 and weight > 0:  # a term the user did not switch off would be silently dropped
+                where = f"sampling.{key} = {n}" if key else f"{name!r} declares points={n}"
+                raise ConfigError(f"{where} leaves the loss term {name!r} without points; give a positive count, "
+                                  f"or switch the term off with --set loss.{name}=0")
             if n > 0 and weight > 0:
                 out.append(Constraint(name, sample, residual, tuple(der.wrt), weight, tuple(der.second),
                                       der.laplacian_dict()))
 
         n_pde = self._count(self.pde.name, "interior", getattr(self, "interior_points", None))
-        make(self.pde.name, n_pde, self._pde_sampler(n_pde), self._pde_residual, d, 1.0)
+        make(self.pde.name, n_pde, self._pde_sampler(n_pde), self._pde_residual, d, 1.0,
+             self._count_key(self.pde.name, "interior", getattr(self, "interior_points", None)))
         for rname, region in self.regions.items():
             n, inside = self._count(rname, "interior"), region & self.space_domain
 
             def sample_region(seed, progress=1.0, n=n, inside=inside):
                 return self._cloud("interior", inside, n, seed, progress)
 
-            make(rname, n, sample_region, self._pde_residual, d, 1.0)
+            make(rname, n, sample_region, self._pde_residual, d, 1.0, self._count_key(rname, "interior"))
         hard_pec = self.hard_pec
         for c in self.conditions:
             if (c.where == "initial" and self.hard_initial) or (hard_pec and type(c).__name__ == "PEC"):
@@ -503,9 +542,11 @@ class Problem:
             def res_c(f, pts, nrm, c=c):
                 return c.residual(self._view(f, pts), pts, nrm, ctx)
 
-            make(c.name, n, sample_c, res_c, c.derivatives(self.field_inputs), c.weight)
+            make(c.name, n, sample_c, res_c, c.derivatives(self.field_inputs), c.weight,
+                 self._count_key(c.name, c.where, c.points))
         for i in self.interfaces:
-            n = self._count(i.name, "interface" if "interface" in self.config["sampling"] else "boundary", i.points)
+            fallback = "interface" if "interface" in self.config["sampling"] else "boundary"
+            n = self._count(i.name, fallback, i.points)
             sub, outside = self.subdomains[i.subdomain], i.outside or BACKGROUND
 
             def sample_i(seed, progress=1.0, n=n, sub=sub, i=i):
@@ -519,7 +560,8 @@ class Problem:
                 sides = [SubdomainFields(f, self.fields, self.subdomain_order, side=s) for s in (i.subdomain, outside)]
                 return self.pde.interface_residual(*sides, pts - shift, pts + shift, nrm, ctx)
 
-            make(i.name, n, sample_i, res_i, self.pde.interface_derivatives(self.field_inputs), i.weight)
+            make(i.name, n, sample_i, res_i, self.pde.interface_derivatives(self.field_inputs), i.weight,
+                 self._count_key(i.name, fallback, i.points))
         return out
 
     def _pde_sampler(self, n: int):

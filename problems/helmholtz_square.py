@@ -2,7 +2,8 @@
 
     -(d2/dx2 + d2/dy2) Ez - k0^2 Ez = k0^2 sin(k0 x) sin(k0 y)   on [0, a]^2 (m),   Ez = 0 on the edges,
 
-k0 = 4 pi rad/m, a = 1 m; exact solution Ez = sin(k0 x) sin(k0 y) (V/m).  Ez is the field of a TMz
+k0 = 4 pi rad/m, a = 1 m; exact solution Ez = sin(k0 x) sin(k0 y) (V/m), which vanishes on the edges when
+k0 a is a multiple of pi: other values of physics.wavenumber and physics.side are refused.  Ez is the field of a TMz
 problem and Ez = 0 its PEC wall condition (tangential E vanishes).  DeepXDE's configuration
 (``examples/pinn_forward/Helmholtz_Dirichlet_2d.py`` of DeepXDE; Lu, Meng, Mao & Karniadakis, SIAM Rev. 63
 (2021) 208): 10 collocation points per wavelength, n = int(a / (lambda / 10)) points per side, n^2 interior
@@ -73,6 +74,12 @@ class HelmholtzSquare(es.Problem):
         if not (k0 > 0 and side > 0 and c["output"]["n"] >= 2 and n >= 2):
             raise es.ConfigError("physics.wavenumber and physics.side must be positive, output.n >= 2, and "
                                  "sampling.points_per_wavelength must give >= 2 points per side")
+        m = k0 * side / math.pi
+        if abs(m - round(m)) > 1e-9 * max(1.0, m):  # the exact solution vanishes on the edges only then
+            raise es.ConfigError(f"physics.wavenumber x physics.side = {k0 * side:.6g} must be a multiple of pi: the "
+                                 "exact solution sin(k0 x) sin(k0 y) vanishes on the edges x, y = side only then; "
+                                 f"e.g. physics.wavenumber = {max(1, round(m))} * pi / physics.side = "
+                                 f"{max(1, round(m)) * math.pi / side:.10g}")
         self.domain = es.Rectangle([0.0, 0.0], [side, side])
         self.pde = es.Helmholtz(k0, source=lambda x, y: k0**2 * self.exact(x, y)["Ez"], field="Ez")
         self.interior_points = n * n

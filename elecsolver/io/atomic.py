@@ -16,11 +16,13 @@ import contextlib
 import json
 import os
 import pathlib
+import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["atomic_path", "current_umask", "write_json", "write_text"]
+__all__ = ["WriteError", "atomic_path", "current_umask", "write_json", "write_text"]
 
 
 def current_umask() -> int:
@@ -41,20 +43,60 @@ def atomic_path(final: str | os.PathLike) -> Iterator[pathlib.Path]:
 
     Raises
     ------
-    OSError
-        If the folder is missing or not writable (nothing is left behind).
+    WriteError
+        If the folder is missing or not writable, or the write fails (a full disk): nothing is left behind and
+        ``final`` is as it was.
     """
     final = pathlib.Path(final)
-    fd, name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    try:
+        fd, name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WriteError(final, exc) from exc
     os.close(fd)
     tmp = pathlib.Path(name)
     try:
         yield tmp
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError) or _is_write_failure(exc):
+            raise WriteError(final, exc) from exc
         raise
+
+
+class WriteError(OSError):
+    """A file could not be written (a full disk, a folder removed, a quota): the destination was left as it was.
+
+    ``str()`` is one line: ``cannot write PATH: REASON``; ``errno`` and ``filename`` are those of the failure
+    (``filename`` the destination, not the temporary name).
+    """
+
+    def __init__(self, final: pathlib.Path, cause: BaseException):
+        code = getattr(cause, "errno", None)
+        text = str(cause)
+        if code is None:  # h5py and torch put the errno in their text: "errno = 28, error message = '...'"
+            found = re.search(r"errno = (\d+)", text)
+            code = int(found.group(1)) if found else None
+        if code:
+            reason = os.strerror(code)
+        elif _is_write_failure(cause):  # torch.save: the write stopped short
+            try:
+                free = f"{shutil.disk_usage(final.parent).free / 2**20:.1f} MiB"
+            except OSError:
+                free = "unknown space"
+            reason = f"the write stopped short ({free} free on that file system; is it full?)"
+        else:
+            reason = text.splitlines()[0] if text else type(cause).__name__
+        super().__init__(code, reason, str(final))
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename}: {self.strerror}"
+
+
+def _is_write_failure(exc: BaseException) -> bool:
+    """torch.save reports a failed write as a RuntimeError ("... failed writing file ..." / "unexpected pos")."""
+    return isinstance(exc, RuntimeError) and ("writing file" in str(exc) or "unexpected pos" in str(exc))
 
 
 def write_text(final: str | os.PathLike, text: str) -> pathlib.Path:

@@ -246,12 +246,12 @@ class SlabTrainer:
         ResumeError
             As :meth:`Trainer.load_checkpoint`, and for a checkpoint written without time slabs.
         """
-        from .trainer import ResumeError
+        from .trainer import ResumeError, read_checkpoint
 
         path = Path(path) if path is not None else self.checkpoint_path
         if path is None or not path.exists():
             raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
-        state = torch.load(path, map_location="cpu", weights_only=False)  # as Trainer.load_checkpoint
+        state = read_checkpoint(path)  # as Trainer.load_checkpoint
         k = state.get("slab")
         if k is None or not (0 <= k < len(self.bounds) - 1):
             raise ResumeError(f"--resume: the checkpoint at {path} was not written by a run with training.slabs="

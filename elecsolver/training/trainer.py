@@ -15,6 +15,7 @@ import io
 import logging
 import math
 import os
+import pickle
 import random
 import sys
 import time
@@ -73,7 +74,7 @@ class Trainer:
     shard_sizes : dict, optional
         Constraint name -> points per rank, to force an uneven split (tests).
     progress : bool
-        Show a progress bar on the writer rank.
+        Show a progress bar on the writer rank when stderr is a terminal (logs to a file or pipe get the log lines).
     check_gradients : callable, optional
         ``check_gradients(params) -> bool``, the loss-scale check of :class:`~elecsolver.training.step.Step`.
 
@@ -537,14 +538,12 @@ class Trainer:
                 bar.close()
 
     def _progress_bar(self, end: int):
-        if not (self.progress and self.ctx.is_writer and self.step < end):
+        # a bar only on a terminal: a log file or pipe gets the log lines, one every training.log_every steps
+        if not (self.progress and self.ctx.is_writer and self.step < end and sys.stderr.isatty()):
             return None
         from tqdm.auto import tqdm
 
-        # a terminal gets a live bar; a log file gets an update every 30 s, not every step
-        interval = 0.1 if sys.stderr.isatty() else 30.0
-        return tqdm(total=end, initial=self.step, desc=self.problem.name, unit="step", mininterval=interval,
-                    maxinterval=max(10.0, interval))
+        return tqdm(total=end, initial=self.step, desc=self.problem.name, unit="step", mininterval=0.1)
 
     def _log_shares(self) -> None:
         """Log this rank's share of the loss; warn (writer) when every data-parallel rank reports the same share,
@@ -634,7 +633,7 @@ class Trainer:
             raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
         # on the host: the random-number states must stay CPU tensors; parameters and optimizer state are copied to
         # their devices by load_state_dict
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = read_checkpoint(path)
         if state["package_version"] != __version__:
             raise ResumeError(f"--resume: the checkpoint was written by elecsolver {state['package_version']}, "
                               f"this is {__version__}; start a fresh run")
@@ -688,6 +687,25 @@ class _SolveStep:
 
     def load_state_dict(self, state: dict) -> None:
         pass
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The state in a checkpoint file, on the host (random-number states must stay CPU tensors).
+
+    Raises
+    ------
+    ResumeError
+        If the file is truncated, corrupted or not a checkpoint of this package (the message names the file).
+    """
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError, AttributeError, KeyError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ResumeError(f"--resume: cannot read the checkpoint {path} ({reason}): it is truncated or corrupted; "
+                          "start a fresh run (or restore the file)") from None
+    if not (isinstance(state, dict) and {"package_version", "config", "model", "step"} <= state.keys()):
+        raise ResumeError(f"--resume: {path} is not an elecsolver checkpoint; start a fresh run")
+    return state
 
 
 def cxx_compiler() -> str | None:
