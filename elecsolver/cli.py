@@ -503,6 +503,9 @@ def _guarded(fn) -> int:
         if _launch_rank() == 0:
             print(f"elecsolver: {exc}", file=sys.stderr)
         return exc.exit_code
+    except FloatingPointError as exc:  # the training diverged: one line; the checkpoints written before stay
+        print(f"elecsolver: error: {exc}", file=sys.stderr)
+        return 1
     except WriteError as exc:  # a write that failed while running (a full disk, a folder removed): files are atomic
         print(f"elecsolver: error: {exc}; the files written before are intact (each file is written whole or not "
               "at all)", file=sys.stderr)

@@ -58,7 +58,7 @@ from .operators import Fields, SubdomainFields
 from .physics.base import PDE, Condition, Context, Derivatives, axis_scale
 from .sampling import PointCloud
 from .scales import Scales
-from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, TrainingOptions
+from .training.options import BASE_CONFIG, NetworkOptions, SamplingOptions, TrainingOptions, physical_memory
 
 __all__ = ["Constraint", "Derived", "Problem", "ProblemError"]
 
@@ -169,6 +169,7 @@ class Problem:
     def __init__(self, config: dict | None = None, *, extrapolate: bool = False):
         self.config = copy.deepcopy(config) if config is not None else self.preset_config()
         check_finite(self.config)
+        _check_output_counts(self.config)
         self.training = TrainingOptions.from_config(self.config)
         self.sampling = SamplingOptions.from_config(self.config)
         self.network = NetworkOptions.from_config(self.config)
@@ -512,6 +513,13 @@ class Problem:
 
         def make(name, n, sample, residual, der: Derivatives, weight, key=None):
             weight = float(weights.get(name, weight))
+            if not 0 <= weight <= MAX_LOSS_WEIGHT:
+                raise ConfigError(f"loss.{name} = {weight:g} must be in [0, {MAX_LOSS_WEIGHT:g}] (0 switches the term "
+                                  "off; weights of 1-1000 are usual)")
+            if n > 0 and weight > 0 and key and n * len(self.inputs) * 8 > physical_memory():
+                raise ConfigError(f"sampling.{key} = {n} points need {n * len(self.inputs) * 8 / 2**30:.3g} GiB for "
+                                  f"their coordinates alone, more than this machine's "
+                                  f"{physical_memory() / 2**30:.3g} GiB; give fewer")
             if n <= 0 and weight > 0:  # a term the user did not switch off would be silently dropped
                 where = f"sampling.{key} = {n}" if key else f"{name!r} declares points={n}"
                 raise ConfigError(f"{where} leaves the loss term {name!r} without points; give a positive count, "
@@ -958,6 +966,21 @@ def _lookup(config: Mapping, key: str):
             return None
         node = node[part]
     return node
+
+
+MAX_OUTPUT_SITES_PER_AXIS = 100_000
+MAX_LOSS_WEIGHT = 1e10
+
+
+def _check_output_counts(config: dict) -> None:
+    """Refuse an integer of the ``output`` section below 1 or beyond :data:`MAX_OUTPUT_SITES_PER_AXIS` (10^5 sites
+    along one axis is beyond what any viewer opens; a typo such as 1e12 would otherwise fail deep in numpy)."""
+    for k, v in (config.get("output") or {}).items():
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+            raise ConfigError(f"output.{k} = {v} must be a positive count")
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_OUTPUT_SITES_PER_AXIS:
+            raise ConfigError(f"output.{k} = {v} is beyond {MAX_OUTPUT_SITES_PER_AXIS} sites along one axis; "
+                              "give fewer")
 
 
 def _count_rows(sites, times) -> int:

@@ -135,6 +135,10 @@ class DielectricCylinderFamily(es.Problem):
             raise es.ConfigError(f"need scattering.wavenumber > 0 (rad/m), half_width > 0 (m), amplitude > 0, "
                                  f"pml.thickness > 0 (m) and output.n >= 2; got k0={k0!r}, half_width={w!r}, "
                                  f"amplitude={amp!r}, thickness={p['thickness']!r}")
+        wavelengths = 2 * (w + p["thickness"]) * k0 / (2 * math.pi)
+        if wavelengths > 100:  # the collocation points resolve a few wavelengths, not thousands
+            raise es.ConfigError(f"scattering.half_width = {w:g} m, pml.thickness and scattering.wavenumber make the "
+                                 f"box {wavelengths:.3g} wavelengths wide; keep it within 100")
         self.parameters = []
         for name, unit, key in PARAMETERS:
             rng = box.get(key)
@@ -169,6 +173,12 @@ class DielectricCylinderFamily(es.Problem):
         axis = np.linspace(-w, w, self.config["output"]["n"])
         self.output = es.GridSites({"x": axis, "y": axis})
         self.derived = {"Ez": es.Derived("V/m", lambda f, x, y: f["Ez_s"] + amp * np.exp(1j * k0 * x))}
+
+    def check(self):
+        conf, w = self.configuration, self.config["scattering"]["half_width"]
+        if not (conf["eps_r"] >= 1.0 and 0 < conf["a"] < w):  # also with sampling.parameters = fixed
+            raise es.ConfigError(f"cylinder.eps_r = {conf['eps_r']:g} and cylinder.radius = {conf['a']:g} m need "
+                                 f"eps_r >= 1 and 0 < radius < scattering.half_width = {w:g} m")
 
     def reference(self):
         """The series of the configuration (:attr:`configuration`: eps_r, a in m) on the output grid, SI."""

@@ -29,6 +29,7 @@ import torch
 
 import elecsolver as es
 from elecsolver.networks import HardDirichlet
+from elecsolver.training.options import physical_memory
 
 __all__ = ["HelmholtzSquare"]
 
@@ -80,6 +81,10 @@ class HelmholtzSquare(es.Problem):
                                  "exact solution sin(k0 x) sin(k0 y) vanishes on the edges x, y = side only then; "
                                  f"e.g. physics.wavenumber = {max(1, round(m))} * pi / physics.side = "
                                  f"{max(1, round(m)) * math.pi / side:.10g}")
+        if n * n * 2 * 8 > physical_memory():
+            raise es.ConfigError(f"physics.side, physics.wavenumber and sampling.points_per_wavelength give {n} "
+                                 f"collocation points per side, {n * n:.3g} in all, more than this machine holds; "
+                                 "give a smaller side, wavenumber or points per wavelength")
         self.domain = es.Rectangle([0.0, 0.0], [side, side])
         self.pde = es.Helmholtz(k0, source=lambda x, y: k0**2 * self.exact(x, y)["Ez"], field="Ez")
         self.interior_points = n * n

@@ -155,6 +155,10 @@ class MaxwellPointSource2D(es.Problem):
             raise es.ConfigError("window.t must start at 0 (zero initial fields at t = 0)")
         if pad < 0 or c["network"]["near_field_radius"] <= 0:
             raise es.ConfigError("absorbing.padding must be >= 0 m and network.near_field_radius > 0 m")
+        span = max(win["x"][1] - win["x"][0], win["y"][1] - win["y"][0])
+        if pad > 10 * span:  # a wave crosses the window in about its span: more padding only thins the points
+            raise es.ConfigError(f"absorbing.padding = {pad:.4g} m is more than 10 times the window ({span:.4g} m); "
+                                 "give a padding of the order of the window or less")
         if not (2 <= out["nx"] and 2 <= out["ny"] and 1 <= out["early_frames"] <= out["nt"]):
             raise es.ConfigError("output.nx, output.ny must be >= 2 and output.early_frames in [1, output.nt]")
 

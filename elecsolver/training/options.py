@@ -10,11 +10,24 @@ The trainer reads these objects, never the dict.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import MISSING, dataclass, fields
 
 from ..config import ConfigError
 
 __all__ = ["BASE_CONFIG", "SHARD_MODES", "NetworkOptions", "SamplingOptions", "TrainingOptions"]
+
+MAX_STEPS = 10**9
+MAX_LR = 1e3
+MAX_ACCUMULATE = 1024
+
+
+def physical_memory() -> int:
+    """This machine's memory in bytes (1 TiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**40
 
 SHARD_MODES = ("exact", "local")  # sampling.shard, see SamplingOptions
 FINISHERS = ("none", "lbfgs")  # training.finish.optimizer: the quasi-Newton finish after the main steps
@@ -152,8 +165,14 @@ class TrainingOptions:
 
         o = _build(cls, config, "training")
         _at_least("training", "steps", o.steps, 1)
+        if o.steps > MAX_STEPS:  # 10^9 steps of a millisecond are eleven days: a typo, not a run
+            raise ConfigError(f"training.steps = {o.steps} is beyond {MAX_STEPS:.0e}; give the steps the run should "
+                              "take (a run can be stopped with --stop-after and continued with --resume)")
         for key in ("log_every", "checkpoint_every", "accumulate"):
             _at_least("training", key, getattr(o, key), 1)
+        if o.accumulate > MAX_ACCUMULATE:
+            raise ConfigError(f"training.accumulate = {o.accumulate} micro-steps a step is beyond {MAX_ACCUMULATE}; "
+                              "a few (2-16) cut the memory of a step as far as it goes")
         if o.dtype not in ("float32", "float64"):
             raise ConfigError(f"training.dtype must be 'float32' or 'float64', got {o.dtype!r}")
         if o.derivatives not in ("jet", "autograd"):
@@ -163,8 +182,16 @@ class TrainingOptions:
                               f"{o.optimizer!r}")
         if o.schedule not in SCHEDULES:
             raise ConfigError(f"training.schedule must be one of {sorted(SCHEDULES)}, got {o.schedule!r}")
+        if not 0 <= o.seed < 2**32:  # numpy's and torch's generators both take it
+            raise ConfigError(f"training.seed = {o.seed} must be in [0, 2^32 - 1]")
+        for key in ("lr", "lr_final"):
+            if getattr(o, key) > MAX_LR:  # Adam moves each weight by about lr a step: beyond this nothing trains
+                raise ConfigError(f"training.{key} = {getattr(o, key)} is beyond {MAX_LR:g}; typical values are "
+                                  "1e-4 to 1e-2 for Adam and 1 for L-BFGS")
         if not (o.lr > 0 and o.lr_final > 0):
-            raise ConfigError("training.lr and training.lr_final must be positive")
+            bad = "training.lr" if not o.lr > 0 else "training.lr_final"
+            raise ConfigError(f"{bad} = {getattr(o, bad.split('.')[1])} must be positive (training.lr and "
+                              "training.lr_final both)")
         for key in ("history", "max_iter"):
             if not (isinstance(o.lbfgs.get(key), int) and o.lbfgs[key] >= 1):
                 raise ConfigError(f"training.lbfgs.{key} must be an integer >= 1, got {o.lbfgs.get(key)!r}")
@@ -303,6 +330,10 @@ class SamplingOptions:
             if isinstance(value, int) and not isinstance(value, bool):
                 _at_least("sampling", key, value, 0)
         _at_least("sampling", "resample_every", o.resample_every, 1)
+        for key in ("rar_constraints", "rad_constraints"):
+            names = getattr(o, key)
+            if not (isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names)):
+                raise ConfigError(f"sampling.{key} must be a list of loss-term names such as [\"pde\"], got {names!r}")
         _at_least("sampling", "rar_pool", o.rar_pool, 1)
         if not (o.time_ramp >= 0 and 0 < o.time_ramp_start <= 1):
             raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
@@ -366,6 +397,13 @@ class NetworkOptions:
             raise ConfigError(f"network.init must be one of {list(INITS)}, got {o.init!r}")
         _at_least("network", "width", o.width, 1)
         _at_least("network", "depth", o.depth, 1)
+        # hidden-layer and Fourier-feature weights; with gradients and Adam's state 4 copies
+        weights = o.width * o.width * o.depth + o.fourier_features * (o.width + 4)
+        if weights * 4 * 8 > physical_memory():
+            raise ConfigError(f"network.width = {o.width}, network.depth = {o.depth} and network.fourier_features = "
+                              f"{o.fourier_features} make {weights:.3g} weights, "
+                              f"{weights * 32 / 2**30:.3g} GiB with their gradients and Adam's state, more than this "
+                              f"machine's {physical_memory() / 2**30:.3g} GiB; give a smaller network.width")
         _at_least("network", "fourier_features", o.fourier_features, 0)
         if not o.scales or not all(isinstance(s, (int, float)) and s > 0 for s in o.scales):
             raise ConfigError(f"network.scales must be a non-empty list of positive numbers, got {o.scales}")

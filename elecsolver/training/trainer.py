@@ -188,6 +188,26 @@ class Trainer:
                 raise ConfigError(str(exc)) from None
         self.history: list[dict] = []
         self.check_residuals()
+        if self.options.compile:
+            self._compile_now(self._terms_fn if not self.options.balance["every"] else plain)
+
+    def _compile_now(self, compiled) -> None:
+        """Compile the loss terms on this rank's points now, before anything is written, so that a problem whose
+        step torch.compile cannot compile is one line instead of a traceback at the first step (the graphs are
+        cached: the first step does not compile again).
+
+        Raises
+        ------
+        ConfigError
+            If torch.compile fails (names training.compile and the way to run eager).
+        """
+        try:
+            compiled(self._batches_now())
+        except torch._dynamo.exc.TorchDynamoException as exc:
+            first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip() and "raised:" not in ln),
+                         type(exc).__name__)
+            raise ConfigError(f"training.compile: torch.compile cannot compile {self.problem.name}'s training step "
+                              f"({first[:160]}); run eager with --set training.compile=false") from None
 
     def _init_from(self, folder: str) -> None:
         """Start from the network of the finished run in ``folder`` (``training.init_from``); every rank reads the
@@ -203,7 +223,10 @@ class Trainer:
         if self.ctx.model_parallel > 1:
             raise ConfigError("training.init_from (--init-from) loads a whole network; it does not combine with --tp "
                               "or --pp")
-        state = load_network_state(self.problem, folder)
+        try:
+            state = load_network_state(self.problem, folder)
+        except ConfigError as exc:
+            raise ConfigError(f"training.init_from (--init-from) = {folder}: {exc}") from None
         try:
             self.model.load_state_dict(state)
         except RuntimeError as exc:
