@@ -71,7 +71,7 @@ class DielectricInterface1D(es.Problem):
                 raise es.ConfigError(f"{key} must be a number {rule}, got {value!r}")
         if not (isinstance(p["start"], numbers.Real) and -d < p["start"] < 0):
             raise es.ConfigError(f"pulse.start = {p['start']!r} m must lie on the vacuum side of the line, "
-                                 f"-{d} < start < 0 (m)")
+                                 f"-domain.half_width = -{d} < start < 0 (m)")
         self.n = math.sqrt(m["eps_r"])
         dielectric = es.Interval(0.0, d, name="dielectric")
         self.domain = es.TimeDomain(es.Interval(-d, d, name="line"), 0.0, travel / es.C0)

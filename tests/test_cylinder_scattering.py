@@ -107,6 +107,32 @@ def test_problem_declares_the_window_the_pml_and_both_fields():
     assert p.errors(zero, ref)["Ez"] == pytest.approx(1.0, rel=1e-12)
 
 
+@pytest.mark.parametrize("pol", ["TM", "TE"])
+@pytest.mark.parametrize("overrides", [[], ["scattering.wavenumber=5.0"], ["scattering.radius=0.3"],
+                                       ["scattering.amplitude=2.5", "scattering.radius=0.7"]])
+def test_the_reference_meets_the_pec_condition_for_the_configuration_it_is_given(pol, overrides):
+    """The problem's reference (its output path, on sites of the cylinder's surface) is the scattered field of the
+    configuration: the total field vanishes there (TM), or its normal derivative does (TE, a one-sided
+    fourth-order difference outward, h = 1e-4 m): a reference that kept a default radius, wavenumber or amplitude
+    fails."""
+    p = build(f"scattering.polarisation={pol}", *overrides)
+    c = p.config["scattering"]
+    k, a, amp = c["wavenumber"], c["radius"], c["amplitude"]
+    phi = np.linspace(-math.pi, math.pi, 37)[:-1]
+    h = 1e-4
+    rings = np.concatenate([np.column_stack([(a + j * h) * np.cos(phi), (a + j * h) * np.sin(phi)])
+                            for j in range(5)])
+    p.output = es.MeshSites(rings, {"vertex": np.arange(len(rings))[:, None]})
+    us = np.asarray(p.reference().fields[p.field]).reshape(5, -1)
+    total = us + amp * np.exp(1j * k * rings[:, 0]).reshape(5, -1)
+    if pol == "TM":
+        assert np.max(np.abs(total[0])) < 1e-10 * amp
+    else:
+        d_dr = (-25 * total[0] + 48 * total[1] - 36 * total[2] + 16 * total[3] - 3 * total[4]) / (12 * h)
+        assert np.max(np.abs(d_dr)) < 1e-6 * k * amp
+        assert np.max(np.abs(total[0])) > 0.5 * amp  # and the surface value is the outside one (not -u_inc)
+
+
 @pytest.mark.parametrize(("overrides", "words"), [
     (["scattering.polarisation=TEM"], "scattering.polarisation"),
     (["scattering.radius=3.0"], "scattering.radius"),

@@ -397,6 +397,11 @@ class NetworkOptions:
             raise ConfigError(f"network.init must be one of {list(INITS)}, got {o.init!r}")
         _at_least("network", "width", o.width, 1)
         _at_least("network", "depth", o.depth, 1)
+        _at_least("network", "fourier_features", o.fourier_features, 0)
+        for key in ("width", "depth", "fourier_features"):  # beyond any memory; keeps the estimate below finite
+            if getattr(o, key) > 10**9:
+                raise ConfigError(f"network.{key} = {getattr(o, key):.3g} is beyond any machine's memory; "
+                                  f"give a network.{key} of at most 10^9 (e.g. the default)")
         # hidden-layer and Fourier-feature weights; with gradients and Adam's state 4 copies
         weights = o.width * o.width * o.depth + o.fourier_features * (o.width + 4)
         if weights * 4 * 8 > physical_memory():
