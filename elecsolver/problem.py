@@ -291,6 +291,7 @@ class Problem:
             raise ValueError(f"network.hard_initial imposes one initial state, but {[c.name for c in initial]} "
                              "are declared; keep one")
         self.hard_pec  # noqa: B018 (raises for a domain or condition it cannot impose)
+        self._check_extent_in_scales()
         self._check_output_extent()
         self._check_points_per_wavelength()
         terms = [self.pde.name, *self.regions, *(c.name for c in self.conditions), *(i.name for i in self.interfaces)]
@@ -298,6 +299,39 @@ class Problem:
             unknown = sorted(set(getattr(self.sampling, key)) - set(terms))
             if unknown:
                 raise ConfigError(f"sampling.{key} names {unknown}, which are no loss terms; choose from {terms}")
+
+    def _check_extent_in_scales(self) -> None:
+        """Refuse a domain or time window of more than MAX_SCALES length (time) scales along an axis, or of a
+        non-finite size: in training units such inputs overflow the network's first layer or leave it a span no
+        network resolves.  The message names the configuration's keys furthest from their defaults."""
+        lo, hi = self.space_domain.bbox()
+        spans = [(n, float(hi[k] - lo[k]), self.scales.length, "m", "length") for k, n in enumerate(_AXES[:len(lo)])]
+        if self.time_dependent:
+            spans.append(("t", float(self.domain.t1 - self.domain.t0), self.scales.time, "s", "time"))
+        for axis, span, scale, unit, kind in spans:
+            ratio = span / scale if scale > 0 else math.inf
+            if math.isfinite(ratio) and ratio <= MAX_SCALES:
+                continue
+            raise ConfigError(f"the domain spans {span:.3g} {unit} along {axis}, {ratio:.3g} times its {kind} scale "
+                              f"{scale:.3g} {unit}; a network resolves at most {MAX_SCALES:.0e} scales along an "
+                              f"axis: {self._furthest_from_defaults()}")
+
+    def _furthest_from_defaults(self) -> str:
+        """'check KEY = VALUE (default D), ...' for up to three numeric keys of the problem's own sections whose values
+        are furthest (in decades) from the defaults."""
+        base, out = type(self).default_config(), []
+        for section, keys in self.config.items():
+            if section in GENERIC_SECTIONS or not isinstance(keys, dict) or not isinstance(base.get(section), dict):
+                continue
+            for k, v in keys.items():
+                d = base[section].get(k)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not isinstance(d, (int, float)) or v == d:
+                    continue
+                far = abs(math.log10(abs(v) / abs(d))) if v and d else math.inf
+                out.append((far, f"{section}.{k} = {v:.4g} (default {d:.4g})"))
+        if not out:
+            return "check the problem's geometry and its scales"
+        return "check " + ", ".join(t for _, t in sorted(out, key=lambda o: -o[0])[:3])
 
     def _check_output_extent(self) -> None:
         """Refuse output sites beyond the spatial domain's bounding box: the network would be evaluated where the
@@ -970,6 +1004,8 @@ def _lookup(config: Mapping, key: str):
 
 MAX_OUTPUT_SITES_PER_AXIS = 100_000
 MAX_LOSS_WEIGHT = 1e10
+MAX_SCALES = 1e4  # length (time) scales a domain (time window) may span along one axis
+GENERIC_SECTIONS = ("training", "network", "sampling", "output", "loss")
 
 
 def _check_output_counts(config: dict) -> None:

@@ -58,6 +58,17 @@ def test_a_non_finite_value_from_python_is_refused_naming_its_key():
         cls(config)
 
 
+@pytest.mark.parametrize(("problem", "key", "value", "axis"), [
+    ("maxwell-cavity-3d", "cavity.b", "1e300", "along y"), ("maxwell-cavity-3d", "cavity.b", "1e-300", "along x"),
+    ("maxwell-cavity-2d", "window.periods", "1e5", "along t"), ("waveguide-te10", "guide.length", "1e3", "along y"),
+    ("dielectric-interface-1d", "window.travel", "1e5", "along t")])
+def test_a_domain_beyond_ten_thousand_scales_is_refused_naming_the_key(tmp_path, capsys, problem, key, value, axis):
+    """A box of 1e300 m (which trained to a NaN loss with the advice to lower the learning rate) or a window of
+    1e5 periods: one line naming the axis, its span in scales and the key, nothing written."""
+    argv = ["run", problem, "--preset", "ci", "--steps", "2", "--quiet", "--set", f"{key}={value}"]
+    _refused(capsys, argv, tmp_path / "o", axis, "at most 1e+04 scales", f"check {key} = {float(value):.4g}")
+
+
 def test_output_sites_beyond_the_domain_are_refused(tmp_path, capsys):
     text = (ROOT / "examples" / "tm_cavity.py").read_text()
     wide = text.replace('np.linspace(0, 2, out["nx"])', 'np.linspace(0, 6, out["nx"])')
