@@ -342,12 +342,18 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
             raise ConfigError(str(exc)) from None
         trainer = Trainer(problem, model, context, device=str(dev), out_dir=out, reference=reference,
                           progress=not quiet)  # checks every residual: nothing is written before this
+        stale = []
         if context.is_writer:
+            from .io.atomic import remove_stale
+
             out.mkdir(parents=True, exist_ok=True)
+            stale = remove_stale(out)  # a killed run's unfinished writes; the files they were to replace are intact
         context.barrier()
         _log_to_file(out, info.rank)
         mesh = context.extra.get("mesh")
         log.info("%s", mesh.describe() if mesh is not None else f"rank {info.rank} of {info.world}")
+        if context.is_writer and stale:
+            log.info("removed %d unfinished write(s) of an earlier, killed run: %s", len(stale), ", ".join(stale))
         if resume:
             trainer.load_checkpoint()  # this rank's shard file under tp / pp
             log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.total_steps)

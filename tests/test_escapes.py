@@ -118,6 +118,80 @@ def test_a_full_disk_is_one_line_and_the_earlier_checkpoint_is_intact(tmp_path, 
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
+_KILLED_WRITE = """
+import contextlib, os, sys, time
+import elecsolver.fields.hdf5, elecsolver.io.atomic, elecsolver.training.trainer
+original, count = elecsolver.io.atomic.atomic_path, [0]
+
+@contextlib.contextmanager
+def half_written(final):  # the write of KILL_IN number KILL_AT stops half way and the process is killed there
+    with original(final) as tmp:
+        yield tmp
+        if os.path.basename(final) == os.environ["KILL_IN"]:
+            count[0] += 1
+            if count[0] == int(os.environ["KILL_AT"]):
+                os.truncate(tmp, os.path.getsize(tmp) // 2)
+                open(os.environ["KILL_MARKER"], "w").close()
+                time.sleep(600)
+
+elecsolver.training.trainer.atomic_path = elecsolver.fields.hdf5.atomic_path = half_written
+from elecsolver.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _killed_while_writing(tmp_path: Path, name: str, at: int, *argv: str) -> None:
+    import signal
+    import sys
+    import time
+
+    marker = tmp_path / f"writing-{name}"
+    env = {**os.environ, "KILL_IN": name, "KILL_AT": str(at), "KILL_MARKER": str(marker)}
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITE, *argv], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):
+            if marker.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert marker.exists(), f"the run ended (exit {proc.poll()}) before writing {name}"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("name", ["checkpoint.pt", "fields.h5"])
+def test_a_process_killed_while_it_writes_leaves_the_previous_complete_file(tmp_path, name):
+    """SIGKILL while the second checkpoint.pt (or the resumed run's fields.h5) is half written: the file is the
+    previous complete one, byte for byte; the next run removes the unfinished temporary file and completes."""
+    import h5py
+
+    from elecsolver.training.trainer import read_checkpoint
+
+    out = tmp_path / "o"
+    run = [*CAVITY, "--steps", "4", "--set", "training.checkpoint_every=2", "--out", str(out)]
+    if name == "checkpoint.pt":  # a run stopped at step 2, resumed and killed while writing step 4's checkpoint
+        assert cli.main([*run, "--stop-after", "2"]) == 0
+        before = (out / name).read_bytes()
+        _killed_while_writing(tmp_path, name, 1, *run, "--resume")
+    else:  # a complete run, then the same run again into the same folder, killed while writing its fields
+        assert cli.main(run) == 0
+        before = (out / name).read_bytes()
+        _killed_while_writing(tmp_path, name, 1, *run)
+    assert (out / name).read_bytes() == before
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # the killed write's temporary file
+    if name == "checkpoint.pt":
+        assert read_checkpoint(out / name)["step"] == 2
+    else:
+        with h5py.File(out / name, "r") as f:
+            assert len(f.keys()) > 0
+    proc = run_cli(*run, *(["--resume"] if name == "checkpoint.pt" else []))
+    assert proc.returncode == 0, proc.stderr
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert read_checkpoint(out / "checkpoint.pt")["step"] == 4
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0:
         return False

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["WriteError", "atomic_path", "current_umask", "write_json", "write_text"]
+__all__ = ["WriteError", "atomic_path", "current_umask", "remove_stale", "write_json", "write_text"]
 
 
 def current_umask() -> int:
@@ -63,6 +63,22 @@ def atomic_path(final: str | os.PathLike) -> Iterator[pathlib.Path]:
         if isinstance(exc, OSError) and not isinstance(exc, WriteError) or _is_write_failure(exc):
             raise WriteError(final, exc) from exc
         raise
+
+
+_TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")  # mkstemp's names in atomic_path: .NAME.XXXXXXXX.tmp
+
+
+def remove_stale(folder: str | os.PathLike) -> list[str]:
+    """Remove the temporary files a killed process left in ``folder`` (``.NAME.XXXXXXXX.tmp``, never renamed over
+    NAME, which is intact); returns their names.  Call it only where no other process is writing to ``folder``."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) and _TEMPORARY.match(entry.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+    return sorted(removed)
 
 
 class WriteError(OSError):
