@@ -71,8 +71,13 @@ class HelmholtzSquare(es.Problem):
 
     def setup(self):
         c = self.config
-        k0, side, n = c["physics"]["wavenumber"], c["physics"]["side"], self.grid_size()
-        if not (k0 > 0 and side > 0 and c["output"]["n"] >= 2 and n >= 2):
+        k0, side = c["physics"]["wavenumber"], c["physics"]["side"]
+        for key, value in (("physics.wavenumber", k0), ("physics.side", side),
+                           ("sampling.points_per_wavelength", c["sampling"]["points_per_wavelength"])):
+            if not value > 0:
+                raise es.ConfigError(f"{key} must be positive, got {value!r}")
+        n = self.grid_size()
+        if not (c["output"]["n"] >= 2 and n >= 2):
             raise es.ConfigError("physics.wavenumber and physics.side must be positive, output.n >= 2, and "
                                  "sampling.points_per_wavelength must give >= 2 points per side")
         m = k0 * side / math.pi

@@ -16,6 +16,7 @@ import json
 import math
 import multiprocessing
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ from hypothesis import strategies as st
 
 from elecsolver.problems import REGISTRY, get_problem_class
 
-FUZZ_CASES = int(os.environ.get("ELECSOLVER_FUZZ_CASES", "150"))
+FUZZ_CASES = int(os.environ.get("ELECSOLVER_FUZZ_CASES", "200"))
+PARALLEL = max(1, min(4, len(os.sched_getaffinity(0))))
 CASE_TIMEOUT_S = 120
 MEMORY_LIMIT = 8 * 2**30
 PROBLEMS = sorted(REGISTRY)
@@ -76,18 +78,18 @@ def fork_server():
     return ctx
 
 
-def _check(ctx, tmp: Path, name: str, key: str, value) -> str | None:
-    """Run one case; None if it behaved, else what went wrong."""
+def _start(ctx, tmp: Path, name: str, key: str, value):
     out, log = tmp / "out", tmp / "log.txt"
     preset = ["--preset", "ci"] if "ci" in get_problem_class(name).presets else []
     argv = ["run", name, *preset, "--steps", "2", "--quiet", "--set", f"{key}={json.dumps(value)}", "--out", str(out)]
     p = ctx.Process(target=_case, args=(argv, str(log)))
     p.start()
-    p.join(CASE_TIMEOUT_S)
-    if p.is_alive():
-        p.kill()
-        p.join()
-        return f"hung (over {CASE_TIMEOUT_S} s)"
+    return p, time.monotonic()
+
+
+def _verdict(p, tmp: Path, key: str) -> str | None:
+    """What went wrong with a finished case, or None if it behaved."""
+    out, log = tmp / "out", tmp / "log.txt"
     text = log.read_text() if log.exists() else ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if "Traceback" in text:
@@ -116,31 +118,47 @@ def _check(ctx, tmp: Path, name: str, key: str, value) -> str | None:
     return f"exit {p.exitcode}: {text[-800:]}"
 
 
-def _fuzz(fork_server, tmp_path_factory, data, failures):
-    name = data.draw(st.sampled_from(PROBLEMS), label="problem")
-    key = data.draw(st.sampled_from(KEYS[name]), label="key")
-    value = data.draw(BAD_VALUES, label="value")
-    tmp = tmp_path_factory.mktemp("fuzz")
-    problem = _check(fork_server, tmp, name, key, value)
-    if problem is not None:
-        failures.append(f"{name} --set {key}={json.dumps(value)}: {problem}")
-
-
-def _run(fork_server, tmp_path_factory, cases: int, n: int):
-    failures: list[str] = []
+def _draw_cases(cases: int, n: int) -> list[tuple[str, str, object]]:
+    """``cases`` (problem, key, value) triples drawn by hypothesis from seed ``n`` (reproducible)."""
+    drawn: list[tuple[str, str, object]] = []
 
     @seed(n)
     @settings(max_examples=cases, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(data=st.data())
-    def fuzz(data):
-        _fuzz(fork_server, tmp_path_factory, data, failures)
+    def draw(data):
+        name = data.draw(st.sampled_from(PROBLEMS), label="problem")
+        key = data.draw(st.sampled_from(KEYS[name]), label="key")
+        drawn.append((name, key, data.draw(BAD_VALUES, label="value")))
 
-    fuzz()
+    draw()
+    return drawn
+
+
+def _run(fork_server, tmp_path_factory, cases: int, n: int):
+    """Run the drawn cases, one process per core at a time (each process uses one thread)."""
+    pending, running, failures = list(_draw_cases(cases, n)), [], []
+    while pending or running:
+        while pending and len(running) < PARALLEL:
+            name, key, value = pending.pop(0)
+            tmp = tmp_path_factory.mktemp("fuzz")
+            running.append((*_start(fork_server, tmp, name, key, value), tmp, name, key, value))
+        time.sleep(0.02)
+        done = [r for r in running if not r[0].is_alive() or time.monotonic() - r[1] > CASE_TIMEOUT_S]
+        for r in done:
+            running.remove(r)
+            p, started, tmp, name, key, value = r
+            if p.is_alive():
+                p.kill()
+                p.join()
+                problem = f"hung (over {CASE_TIMEOUT_S} s)"
+            else:
+                problem = _verdict(p, tmp, key)
+            if problem is not None:
+                failures.append(f"{name} --set {key}={json.dumps(value)}: {problem}")
     assert not failures, f"{len(failures)} of {cases} cases misbehaved:\n" + "\n".join(failures)
 
 
-@pytest.mark.slow  # not yet in the default suite: the last 150-case run still found escapes to close
 def test_fuzzed_configurations_run_or_are_refused_in_one_line(fork_server, tmp_path_factory):
     _run(fork_server, tmp_path_factory, FUZZ_CASES, 0)
 

@@ -229,8 +229,10 @@ class TrainingOptions:
                               f"got {o.least_squares!r}")
         if not (isinstance(ls["every"], int) and not isinstance(ls["every"], bool) and ls["every"] >= 0):
             raise ConfigError(f"training.least_squares.every must be an integer >= 0 (0: off), got {ls['every']!r}")
-        if not (isinstance(ls["ridge"], (int, float)) and not isinstance(ls["ridge"], bool) and ls["ridge"] >= 0):
-            raise ConfigError(f"training.least_squares.ridge must be a number >= 0, got {ls['ridge']!r}")
+        if not (isinstance(ls["ridge"], (int, float)) and not isinstance(ls["ridge"], bool) and 0 <= ls["ridge"] <= 1):
+            # relative to the mean squared column of the system: beyond 1 the damping, not the loss, sets the layer
+            raise ConfigError(f"training.least_squares.ridge must be a number in [0, 1] (relative Tikhonov damping; "
+                              f"the default is 1e-6), got {ls['ridge']!r}")
         if not isinstance(ls["before_finish"], bool):
             raise ConfigError("training.least_squares.before_finish must be true or false, got "
                               f"{ls['before_finish']!r}")
