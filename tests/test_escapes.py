@@ -246,3 +246,17 @@ def test_quiet_still_says_where_the_outputs_went_and_a_pipe_gets_no_bar(tmp_path
     assert loud.returncode == 0
     assert "step/s" not in loud.stderr and "\r" not in loud.stderr  # no progress bar on a pipe
     assert sum(" step 1: " in ln or " step 2: " in ln for ln in loud.stderr.splitlines()) == 2  # one log line a step
+
+
+@pytest.mark.parametrize(("problem", "key", "value", "words"), [
+    ("helmholtz-square", "physics.wavenumber", "0", "must be positive"),
+    ("helmholtz-square", "sampling.points_per_wavelength", "0", "must be positive"),
+    ("maxwell-cavity-2d", "training.least_squares.ridge", "1e300", "in [0, 1]"),
+    ("maxwell-cavity-2d", "network.width", "1e300", "at most 10^9"),
+    ("maxwell-cavity-2d", "network.depth", "1e12", "at most 10^9")])
+def test_what_the_fuzzed_cases_found_is_one_line_naming_the_key(tmp_path, capsys, problem, key, value, words):
+    """A zero wavenumber (once a ZeroDivisionError traceback), a ridge of 1e300 (once reported as a loss that is not
+    quadratic) and a network beyond any memory (once an OverflowError): one line, exit 2, nothing written."""
+    preset = ["--preset", "ci"]
+    _refused(capsys, ["run", problem, *preset, "--steps", "2", "--quiet", "--set", f"{key}={value}"], tmp_path / "o",
+             key, words)
