@@ -71,25 +71,18 @@ class HelmholtzSquare(es.Problem):
 
     def setup(self):
         c = self.config
-        k0, side = c["physics"]["wavenumber"], c["physics"]["side"]
-        for key, value in (("physics.wavenumber", k0), ("physics.side", side),
-                           ("sampling.points_per_wavelength", c["sampling"]["points_per_wavelength"])):
-            if not value > 0:
-                raise es.ConfigError(f"{key} must be positive, got {value!r}")
-        n = self.grid_size()
-        if not (c["output"]["n"] >= 2 and n >= 2):
+        k0, side, n = c["physics"]["wavenumber"], c["physics"]["side"], self.grid_size()
+        if not (k0 > 0 and side > 0 and c["output"]["n"] >= 2 and n >= 2):
             raise es.ConfigError("physics.wavenumber and physics.side must be positive, output.n >= 2, and "
                                  "sampling.points_per_wavelength must give >= 2 points per side")
         m = k0 * side / math.pi
         if abs(m - round(m)) > 1e-9 * max(1.0, m):  # the exact solution vanishes on the edges only then
             raise es.ConfigError(f"physics.wavenumber x physics.side = {k0 * side:.6g} must be a multiple of pi: the "
-                                 "exact solution sin(k0 x) sin(k0 y) vanishes on the edges x, y = side only then; "
-                                 f"e.g. physics.wavenumber = {max(1, round(m))} * pi / physics.side = "
-                                 f"{max(1, round(m)) * math.pi / side:.10g}")
+                                 "exact solution sin(k0 x) sin(k0 y) vanishes on the edges x, y = side only then; e.g. "
+                                 f"physics.wavenumber = {(r := max(1, round(m)))} * pi / physics.side = {r * math.pi / side:.10g}")
         if n * n * 2 * 8 > physical_memory():
-            raise es.ConfigError(f"physics.side, physics.wavenumber and sampling.points_per_wavelength give {n} "
-                                 f"collocation points per side, {n * n:.3g} in all, more than this machine holds; "
-                                 "give a smaller side, wavenumber or points per wavelength")
+            raise es.ConfigError(f"physics.side, physics.wavenumber and sampling.points_per_wavelength give {n} points "
+                                 f"per side, {n * n:.3g} in all, more than this machine holds; give smaller values")
         self.domain = es.Rectangle([0.0, 0.0], [side, side])
         self.pde = es.Helmholtz(k0, source=lambda x, y: k0**2 * self.exact(x, y)["Ez"], field="Ez")
         self.interior_points = n * n
@@ -102,9 +95,8 @@ class HelmholtzSquare(es.Problem):
 
     def grid_size(self) -> int:
         """Collocation points per side, n = int(a / (lambda / points_per_wavelength)) (DeepXDE's rule)."""
-        c = self.config
-        return int(c["physics"]["side"] / (2 * math.pi / c["physics"]["wavenumber"] /
-                                           c["sampling"]["points_per_wavelength"]))
+        k0, ppw = self.config["physics"]["wavenumber"], self.config["sampling"]["points_per_wavelength"]
+        return int(self.config["physics"]["side"] / (2 * math.pi / k0 / ppw)) if k0 > 0 and ppw > 0 else 0
 
     def exact(self, x, y):
         k0 = self.config["physics"]["wavenumber"]

@@ -250,7 +250,7 @@ def test_quiet_still_says_where_the_outputs_went_and_a_pipe_gets_no_bar(tmp_path
 
 @pytest.mark.parametrize(("problem", "key", "value", "words"), [
     ("helmholtz-square", "physics.wavenumber", "0", "must be positive"),
-    ("helmholtz-square", "sampling.points_per_wavelength", "0", "must be positive"),
+    ("helmholtz-square", "sampling.points_per_wavelength", "0", ">= 2 points per side"),
     ("maxwell-cavity-2d", "training.least_squares.ridge", "1e300", "in [0, 1]"),
     ("maxwell-cavity-2d", "network.width", "1e300", "at most 10^9"),
     ("maxwell-cavity-2d", "network.depth", "1e12", "at most 10^9")])
