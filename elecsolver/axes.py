@@ -100,6 +100,7 @@ class Parameter:
 
 
 def is_parameter(value) -> bool:
+    """True if ``value`` is an :class:`Parameter` (an input axis standing where a number would), else False."""
     return isinstance(value, Parameter)
 
 
