@@ -17,7 +17,7 @@
   ``es.invert(model, places, times, data)`` (the family's configuration that explains probe traces).
 """
 
-__version__ = "0.2.0"
+from ._version import __version__
 
 from .axes import Axis, Parameter
 from .config import ConfigError

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["UsageError", "load_problem_class", "main", "run", "run_problem", "script_main", "train"]
+__all__ = ["UsageError", "config_toml", "load_problem_class", "main", "parallel_defaults", "run", "run_problem", "script_main", "train"]
 
 log = logging.getLogger("elecsolver")
 
@@ -40,6 +40,9 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     r.add_argument("--dtype", choices=("float32", "float64"), help="floating-point precision")
     r.add_argument("--out", default="out", help="output folder (default ./out)")
+    r.add_argument("--config", metavar="FILE.toml",
+                   help="configuration file (TOML; 'elecsolver config PROBLEM' prints one): any configuration key, "
+                        "preset = \"...\" and a [parallel] section; --set and the flags below override it")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change a configuration entry by dotted key; VALUE is a JSON literal")
     r.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
@@ -57,25 +60,34 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "trained family at one configuration, with --set sampling.parameters=fixed)")
     g = r.add_argument_group("parallelism (docs/parallel.md; dp x tp x pp must equal the number of ranks)")
     g.add_argument("--dp", type=int, help="data-parallel ranks (default: ranks / (tp x pp))")
-    g.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: hidden layers sharded (default 1)")
-    g.add_argument("--pp", type=int, default=1, help="pipeline stages: the body cut into pp parts (default 1)")
+    g.add_argument("--tp", type=int, help="tensor-parallel ranks: hidden layers sharded (default 1)")
+    g.add_argument("--pp", type=int, help="pipeline stages: the body cut into pp parts (default 1)")
     g.add_argument("--microbatches", type=int, help="pipeline micro-batches per step (default 2 x pp)")
-    g.add_argument("--schedule", default="1f1b", help="pipeline schedule: 1f1b (default) or gpipe")
-    g.add_argument("--zero", action="store_true", help="shard Adam's state over the data-parallel ranks (ZeRO-1)")
-    g.add_argument("--recompute", action="store_true",
+    g.add_argument("--schedule", help="pipeline schedule: 1f1b (default) or gpipe")
+    g.add_argument("--zero", action="store_true", default=None, help="shard Adam's state over the data-parallel ranks (ZeRO-1)")
+    g.add_argument("--recompute", action="store_true", default=None,
                    help="recompute activations in the backward pass (less memory, about 1.3x the time)")
-    g.add_argument("--precision", default="fp32",
+    g.add_argument("--precision",
                    help="fp32 (default), bf16 or fp16 (autocast on the value channel; fp16 scales the loss)")
     g.add_argument("--accumulate", type=int, metavar="K",
                    help="gradient accumulation: each step in K micro-steps (same step, memory of 1/K of the batch)")
-    g.add_argument("--profile", action="store_true",
+    g.add_argument("--profile", action="store_true", default=None,
                    help="profile the first steps: split of step time between compute and communication")
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ._version import __version__
+
     p = _Parser(prog="elecsolver", description="Physics-informed neural networks for electromagnetics.")
+    p.add_argument("--version", action="version", version=f"elecsolver {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("problems", help="list the registered problems, one a line")
+    c = sub.add_parser("config", help="print a problem's resolved configuration as TOML (for --config)")
+    c.add_argument("problem", help="a registered name, file.py[:Class] or package.module:Class")
+    c.add_argument("--preset", help="the preset to resolve (default: the problem's default)")
+    c.add_argument("--config", metavar="FILE.toml", help="a configuration file applied on top of the preset")
+    c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a configuration entry by dotted key; VALUE is a JSON literal")
     r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
     r.add_argument("problem", help="a name from 'elecsolver problems', a file my_problem.py[:Class] or "
                    "package.module:Class")
@@ -158,25 +170,47 @@ def load_problem_class(spec: str):
     return found[0]
 
 
+def parallel_defaults() -> dict:
+    """The ``[parallel]`` section's keys and defaults (:class:`elecsolver.parallel.ParallelOptions`)."""
+    import dataclasses
+
+    from .parallel.strategy import LOSS_SCALE_DEFAULTS, ParallelOptions
+
+    return {**dataclasses.asdict(ParallelOptions()), "loss_scale": dict(LOSS_SCALE_DEFAULTS)}
+
+
 def _configure(cls, args):
-    """A validated problem from the class, preset and options (no side effects)."""
-    from .config import ConfigError, apply_overrides
+    """A validated problem from the class, configuration file, preset and options (no side effects).  Sets
+    ``args.preset`` to the preset used and ``args.parallel_file`` to the file's ``[parallel]`` entries."""
+    from .config import ConfigError, apply_file, apply_overrides, read_toml
 
     try:
-        config = cls.preset_config(args.preset)
+        preset = args.preset
+        args.parallel_file = {}
+        path = getattr(args, "config", None)
+        if path is not None:
+            named = read_toml(path)[0].get("preset")
+            preset = preset or (named if isinstance(named, str) else None)
+        preset = preset or cls.default_preset
+        config = cls.preset_config(preset)
+        if path is not None:
+            defaults = parallel_defaults()
+            config, extra = apply_file(config, path, extras={"preset": preset, "parallel": defaults})
+            args.parallel_file = {k: v for k, v in extra["parallel"].items() if v != defaults[k]}
+        args.preset = preset
         training = config["training"]
-        if args.steps is not None:
+        if getattr(args, "steps", None) is not None:
             if args.steps < 1:
                 raise UsageError(f"--steps must be >= 1, got {args.steps}")
             training["steps"] = args.steps
-        if args.seed is not None:
+        if getattr(args, "seed", None) is not None:
             training["seed"] = args.seed
-        if args.dtype is not None:
+        if getattr(args, "dtype", None) is not None:
             training["dtype"] = args.dtype
         if getattr(args, "accumulate", None) is not None:
             training["accumulate"] = args.accumulate
         config = apply_overrides(config, args.overrides)
-        if args.compile or getattr(args, "cuda_graphs", False):
+        if getattr(args, "compile", False) or getattr(args, "cuda_graphs", False):
             config["training"]["compile"] = True
         if getattr(args, "cuda_graphs", False):
             config["training"]["cuda_graphs"] = True
@@ -185,6 +219,23 @@ def _configure(cls, args):
         return cls(config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def config_toml(problem, preset: str, parallel=None, command: str | None = None) -> str:
+    """The configuration of ``problem`` as the TOML text ``--config`` reads back: ``preset``, every section, and
+    ``[parallel]`` (``parallel``: ParallelOptions, a dict or None for the defaults)."""
+    import dataclasses
+
+    from ._version import __version__
+    from .parallel.strategy import ParallelOptions
+    from .config import to_toml
+
+    options = dataclasses.asdict(ParallelOptions.coerce(parallel))
+    options["loss_scale"] = {**parallel_defaults()["loss_scale"], **options["loss_scale"]}
+    header = (f"{problem.name}: elecsolver {__version__}\n"
+              f"run it with: {command or f'elecsolver run {problem.name} --config FILE.toml'}\n"
+              "units are SI (m, s, Hz, V/m, A/m) unless a key's documentation says otherwise")
+    return to_toml({**problem.config, "parallel": options}, header, top={"preset": preset})
 
 
 def _check_out_dir(out: Path) -> None:
@@ -253,13 +304,15 @@ def _log_to_file(out: Path, rank: int) -> Path:
 
 # training ------------------------------------------------------------------------------------------
 def _parallel_options(args):
+    """The configuration file's ``[parallel]`` entries, with the command line's flags over them."""
     from .config import ConfigError
     from .parallel.strategy import ParallelOptions
 
+    flags = {k: getattr(args, k) for k in ("dp", "tp", "pp", "microbatches", "schedule", "zero", "recompute",
+                                           "precision", "profile")}
     try:
-        return ParallelOptions(dp=args.dp, tp=args.tp, pp=args.pp, microbatches=args.microbatches,
-                               schedule=args.schedule, zero=args.zero, recompute=args.recompute,
-                               precision=args.precision, profile=args.profile)
+        return ParallelOptions(**{**getattr(args, "parallel_file", {}),
+                                  **{k: v for k, v in flags.items() if v is not None}})
     except (TypeError, ConfigError) as exc:
         raise UsageError(str(exc)) from None
 
@@ -348,6 +401,10 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
 
             out.mkdir(parents=True, exist_ok=True)
             stale = remove_stale(out)  # a killed run's unfinished writes; the files they were to replace are intact
+            from .io.atomic import write_text
+
+            write_text(out / "config.toml", config_toml(problem, preset or type(problem).default_preset, options,
+                                                        f"elecsolver run {problem.name} --config {out / 'config.toml'}"))
         context.barrier()
         _log_to_file(out, info.rank)
         mesh = context.extra.get("mesh")
@@ -538,6 +595,10 @@ def main(argv: list[str] | None = None) -> int:
             return _query(args)
         if args.command == "invert":
             return _invert(args)
+        if args.command == "config":
+            problem = _configure(load_problem_class(args.problem), args)
+            print(config_toml(problem, args.preset, getattr(args, "parallel_file", None) or None), end="")
+            return None
         if args.command == "problems":
             from .problems import REGISTRY
 

@@ -6,7 +6,7 @@ import logging
 import os
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
 from .fields import write
 from .io.atomic import write_json
 

@@ -257,7 +257,7 @@ def query(out: str | os.PathLike, overrides: list[str], dest: str | os.PathLike 
         For a key that is no parameter, a value that is not a number or lies outside the box without
         ``extrapolate``, or a folder without a trained run; nothing is written.
     """
-    from . import __version__
+    from ._version import __version__
     from .fields import write
     from .io.atomic import write_json
 

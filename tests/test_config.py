@@ -37,7 +37,7 @@ def test_overrides_parse_json_and_keep_types():
     ("source.sigma=true", "expected a number"),
     ("training.steps=1.5", "expected an integer"),
     ("network.hard_initial=1", "expected a boolean"),
-    ("source=1", "expected a section"),
+    ("source=1", "source is a section"),
     ("training.slab_share={\"a\": 1}", "training.slab_share: this entry is null .off. by default and takes one value"),
     ("source.sigma", "KEY=VALUE"),
 ])

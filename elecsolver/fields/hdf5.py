@@ -77,7 +77,7 @@ from xml.etree import ElementTree as ET
 import h5py
 import numpy as np
 
-import elecsolver
+from elecsolver._version import __version__
 from elecsolver.io.atomic import atomic_path
 
 from .fieldset import FieldSet, check_matching
@@ -425,7 +425,7 @@ def write_hdf5(fieldset: FieldSet, path: str | os.PathLike, *, reference: FieldS
     with atomic_path(xdmf_path) as xdmf_tmp, atomic_path(path) as h5_tmp:
         with h5py.File(h5_tmp, "w", track_order=True) as h5:
             h5.attrs["schema_version"] = SCHEMA_VERSION
-            h5.attrs["package_version"] = elecsolver.__version__
+            h5.attrs["package_version"] = __version__
             h5.attrs["json_attrs"] = json.dumps(json_keys)
             for key, value in root_attrs.items():
                 h5.attrs[key] = value

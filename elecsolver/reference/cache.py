@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..config import config_hash
 from ..io.atomic import atomic_path
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import MISSING, dataclass, fields
+from typing import ClassVar
 
 from ..config import ConfigError
 
@@ -46,7 +47,7 @@ BASE_CONFIG: dict = {
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
                  "least_squares": {"every": 0, "ridge": None, "before_finish": False}, "slabs": 1, "slab_share": None,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "cuda_graphs": False,
-                 "accumulate": 1, "init_from": None},
+                 "accumulate": 1, "init_from": None, "tensorboard": False},
 }
 
 
@@ -65,6 +66,9 @@ def _build(cls, config: dict, name: str):
     missing = sorted(required - set(block))
     if missing:
         raise ConfigError(f"{name} block lacks {missing}")
+    unknown = sorted(set(block) - known)
+    if unknown and not cls.OPEN:  # refused, never dropped: a misspelt key would otherwise change nothing, silently
+        raise ConfigError(f"unknown key {name}.{unknown[0]}; the {name} block has {', '.join(sorted(known))}")
     return cls(**{k: block[k] for k in known if k in block})  # a key with a default may be absent (older configs)
 
 
@@ -113,6 +117,9 @@ class TrainingOptions:
     slab_share: list = None  # the shares of ``steps`` per slab (positive numbers, normalised); None: equal
     cuda_graphs: bool = False  # with compile on a GPU: capture the compiled graphs as CUDA graphs
     init_from: str | None = None  # the folder of a finished run whose network is the starting point
+    tensorboard: bool = False  # also log to OUT/tb (TensorBoard event files): scalars and field images
+
+    OPEN: ClassVar[bool] = False  # every key of the block is a field: another key is refused
 
     @property
     def compile_mode(self) -> str | None:
@@ -314,6 +321,8 @@ class SamplingOptions:
     shard: str = "exact"
     parameters: str = "box"
 
+    OPEN: ClassVar[bool] = True  # also the point counts of the problem's own constraints (read by the problem)
+
     @classmethod
     def from_config(cls, config: dict) -> SamplingOptions:
         """Validated options from ``config["sampling"]`` (every integer entry is a point count >= 0).
@@ -378,6 +387,8 @@ class NetworkOptions:
     input_scaling: bool
     hard_initial: bool
     hard_pec: bool
+
+    OPEN: ClassVar[bool] = True  # also a problem's own network keys (e.g. a near-field head, read by the problem)
 
     @classmethod
     def from_config(cls, config: dict) -> NetworkOptions:

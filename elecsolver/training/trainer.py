@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import __version__
+from .._version import __version__
 from ..config import ConfigError
 from ..io.atomic import atomic_path, write_text
 from ..problem import Problem
@@ -187,6 +187,7 @@ class Trainer:
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
         self.history: list[dict] = []
+        self._tb = None  # the TensorBoard writer (training.tensorboard), opened at the first logged step
         self.check_residuals()
         if self.options.compile:
             self._compile_now(self._terms_fn if not self.options.balance["every"] else plain)
@@ -599,6 +600,7 @@ class Trainer:
         if self.options.balance["every"]:
             row.update({f"weight_{c.name}": float(w) for c, w in zip(self.constraints, self.balance_weights)})
         row["wall_s"] = self.wall_offset + self.wall_s
+        pred = None
         if self.reference is not None:
             times = self.problem.progress_times()
             pred = self.predict(times)
@@ -609,6 +611,18 @@ class Trainer:
         log.info("step %d: %s", self.step, ", ".join(f"{k}={v:.4g}" for k, v in row.items() if k != "step"))
         if self.out_dir is not None:
             write_text(self.out_dir / "convergence.csv", _csv(self.history))
+            if self.options.tensorboard:
+                self._tensorboard(row, pred)
+
+    def _tensorboard(self, row: dict, pred) -> None:
+        """The logged row as scalars and the fields as images, into ``out_dir/tb`` (writer rank)."""
+        from .tensorboard import TensorBoardLog
+
+        if getattr(self, "_tb", None) is None:  # SlabTrainer's slabs log through this too
+            self._tb = TensorBoardLog(self.out_dir / "tb")
+        self._tb.scalars(row)
+        self._tb.images(pred if pred is not None else self.predict(self.problem.progress_times()), row["step"])
+        self._tb.flush()
 
     # checkpoints ----------------------------------------------------------------------------------
     @property
