@@ -1,6 +1,6 @@
 """The modelling floor of the main job's boundary model: the padded box the PINN trains on, solved by FDTD.
 
-    python benchmarks/boundary_floor.py                  # the table in benchmarks/RESULTS.md (~30 s)
+    python benchmarks/boundary_floor.py                  # the table in the measurement log in CHANGELOG.md (~30 s)
     python benchmarks/boundary_floor.py --paddings 0.1 0.15 --half-dx
     python benchmarks/boundary_floor.py --per-side       # the main job's default: padding per side from the source
 

@@ -1,4 +1,4 @@
-"""Exit codes of many consecutive 2-rank CLI runs (the teardown check of issue 9, item 8).
+"""Exit codes of many consecutive 2-rank CLI runs (the teardown check: every run exits 0).
 
     python benchmarks/exit_codes.py --runs 50                  # torchrun-style variables, 2 processes
     python benchmarks/exit_codes.py --runs 50 --launcher mpirun

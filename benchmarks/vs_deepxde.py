@@ -84,7 +84,7 @@ WARMUP_STEPS = 20
 SYSTEMS = ("deepxde", "elecsolver")
 STEP_TARGET = 4.0        # elecsolver's step throughput >= 4x DeepXDE's
 TIME_TARGET = 0.25       # elecsolver's time to DeepXDE's final error <= 1/4 of DeepXDE's wall time
-ACCURACY_TIME_TARGET = 0.1  # the accuracy issue's: DeepXDE's median final error in <= 1/10 of its wall time
+ACCURACY_TIME_TARGET = 0.1  # the target: DeepXDE's median final error in <= 1/10 of its wall time
 # "fast" step time: the 10th percentile of the window means.  This 2-core VM shares its host: runs
 # alternate between quiet phases and phases ~5 ms/step slower for both systems (a core taken away;
 # a 2-thread OpenMP step waits for the descheduled thread), so the median mixes the two; the
@@ -591,7 +591,7 @@ def main(argv=None) -> dict:
           + ", ".join(f"{v:.1f}" for v in reach_s["elecsolver"]))
     print(f"  medians: DeepXDE {med_s['deepxde']:.1f} s, elecsolver {med_s['elecsolver']:.1f} s = {ratio_c:.3f} of "
           f"DeepXDE's median total; target <= {TIME_TARGET:g}: {'met' if ratio_c <= TIME_TARGET else 'not met'}; "
-          f"the accuracy issue's <= {ACCURACY_TIME_TARGET:g}: {'met' if ratio_c <= ACCURACY_TIME_TARGET else 'not met'}")
+          f"the target <= {ACCURACY_TIME_TARGET:g}: {'met' if ratio_c <= ACCURACY_TIME_TARGET else 'not met'}")
     if mode == "torch.compile":
         comp = [e["first_step_s"] for e in by["elecsolver"]]
         print(f"elecsolver's first step (compilation): {spread(comp, '.1f')} s, inside its total")

@@ -177,7 +177,7 @@ class LineSourceNearField(nn.Module):
     phi is eq. (2) of :mod:`elecsolver.reference.line_source` (the potential of the unit Gaussian source, -lap phi
     = g, matched to the real part of the Green's function for sigma << rho << 1/k) and chi = exp(-rho^2 / (2 R^2))
     confines it to rho ~ R: local to the source, independent of the medium beyond it and non-propagating (the
-    fair-play rule of the accuracy issue).  The residuals are unchanged (singularity subtraction, as
+    project's fair-play rule).  The residuals are unchanged (singularity subtraction, as
     :class:`QuasiStaticNearField`); the network is left a field without the source's sigma-scale peak.
 
     ``forward(y, x)``: y the body's channels [N, C] (tensor or jet), x the inputs in training units [N, 2].

@@ -55,17 +55,17 @@ class HelmholtzSquare(es.Problem):
         # random features: one hidden layer of 300 sin features with first-layer frequencies up to 15 rad/m (SIREN
         # bound first_omega / 2 inputs; k0 = 12.6 rad/m), and one step that solves the output layer by least
         # squares in float64 (training.optimizer = "least_squares"; Dong & Li 2021's extreme learning machine):
-        # about a second, Ez ~4e-10 (benchmarks/RESULTS.md, "helmholtz-square by random features")
+        # about a second, Ez ~4e-10 (the measurement log in CHANGELOG.md, "helmholtz-square by random features")
         "features": {"network": {"width": 300, "depth": 1, "init": "siren", "first_omega": 30.0},
                      "training": {"dtype": "float64", "optimizer": "least_squares", "steps": 1, "log_every": 1,
                                   "checkpoint_every": 1, "least_squares": {"every": 0, "ridge": 0.0}}},
-        # the accuracy issue's 1e-4: ci's 2000 Adam steps in float64, one least-squares solve of the output layer,
+        # the 1e-4 target: ci's 2000 Adam steps in float64, one least-squares solve of the output layer,
         # then 800 L-BFGS steps on the same points (seed 0: 5.5e-4 after the first 100, 9.5e-5 after 500, 4.0e-5)
         "long": {"training": {"dtype": "float64", "steps": 2000, "lr": 3e-3, "lr_final": 3e-3, "log_every": 100,
                               "checkpoint_every": 1000, "finish": {"optimizer": "lbfgs", "steps": 800, "lr": 1.0},
                               "least_squares": {"every": 0, "ridge": 1e-6, "before_finish": True}}},
     }
-    # ci: measured 0.8-1.9 % over seeds 0-4 (README); long: 4.0e-5 (seed 0), held to the issue's 1e-4 (a slow test)
+    # ci: measured 0.8-1.9 % over seeds 0-4 (README); long: 4.0e-5 (seed 0), held to 1e-4 (a slow test)
     # features: 4.4e-10 / 4.1e-10 / 2.9e-10 / 2.5e-10 / 3.6e-10 over seeds 0-4
     bounds = {"ci": {"full": {"Ez": 0.05}}, "long": {"full": {"Ez": 1e-4}}, "features": {"full": {"Ez": 1e-6}}}
 

@@ -25,7 +25,7 @@ no reflection of the pulse from before t0 - tau reaches the window by t_end; at 
 (0.05 m).  The exact solution of that padded problem (the package's FDTD with the same wall,
 ``benchmarks/boundary_floor.py``) differs from the free-space field by 0.052 / 0.052 / 0.063 % (Ex / Ey / Hz,
 full window) for the default source (0.16 m a side) and by at most 0.077 % for sources in [0.3, 0.7]^2 m at
-0.8-1.2 GHz: the modelling floor, which the accuracy issue holds to <= 0.3 % (one padding of 0.15 m on every
+0.8-1.2 GHz: the modelling floor, which the project holds to <= 0.3 % (one padding of 0.15 m on every
 side gives 0.074 % here but 1.5 % for a source at (0.3, 0.3) m at 1.2 GHz).  With ``per_side = false``
 ``absorbing.padding`` is the padding of every side; the ``ci`` preset, scored on t <= 2.4 ns where no reflection
 has arrived (floor < 1e-5), uses 0.1 m.  Collocation points are
@@ -41,7 +41,7 @@ wall), redrawn every 5 steps, for many steps (20000) in one slab, with the loss 
 norms every 500 steps (``training.balance``) and the sampled time window ramped from 0.3 to the whole window over
 the first 80 % of the steps (``sampling.time_ramp``).  Presets: ``ci`` (half the points, 3300 steps, under a
 minute on 2 CPU cores), ``quick`` (the default, at most 15 minutes; 544 s measured, full window 1.65 / 1.51 /
-1.73 %), ``long`` (at most 2 hours, the former recipe: 100000 steps in two time slabs, 99 min measured,
+1.73 %), ``long`` (at most 2 hours, a recipe of 100000 steps in two time slabs, 99 min measured,
 1.62 / 1.83 / 1.55 % full), ``full`` (one GPU for 5 minutes: quick's recipe with 4x the points and about 10x the
 steps, compiled with CUDA graphs; not yet run on a GPU, docs/gpu.md).
 
@@ -66,7 +66,7 @@ __all__ = ["SCALE_SIGMA_MIN", "MaxwellPointSource2D", "near_field_scale"]
 # E0 is the near-field peak of a source at least this wide (m; lambda / 40 at 1 GHz): the quasi-static peak grows
 # as 1 / sigma, the radiated field that the network carries does not once sigma << lambda, so a narrower source
 # would only shrink the network's share in training units (2.5 mm: full 15.3 / 14.7 / 17.1 % with E0 at sigma,
-# see benchmarks/RESULTS.md, "Other sources without retuning")
+# see the measurement log in CHANGELOG.md, "Other sources without retuning")
 SCALE_SIGMA_MIN = 7.5e-3
 
 
@@ -92,9 +92,9 @@ class MaxwellPointSource2D(es.Problem):
         "network": {"kind": "multiscale", "width": 64, "depth": 4, "activation": "sin", "scales": [1.0, 4.0, 16.0],
                     "hard_initial": True, "near_field": True, "near_field_radius": 0.05,
                     "near_field_hz": True},
-        # few points a step, redrawn every 5 steps, Adam at 6e-3 and many steps in one slab: 3.8-4.7x below the former
+        # few points a step, redrawn every 5 steps, Adam at 6e-3 and many steps in one slab: 3.8-4.7x below the earlier
         # 1024 / 256 / 128 points redrawn every 100 steps at 1e-3 in two slabs of 4000 steps, in about the same
-        # wall time (benchmarks/RESULTS.md, "Points redrawn every 5 steps")
+        # wall time (the measurement log in CHANGELOG.md, "Points redrawn every 5 steps")
         "sampling": {"interior": 750, "source": 200, "source_radius": 5.0, "boundary": 100, "initial": 100,
                      "resample_every": 5, "time_ramp": 0.8, "time_ramp_start": 0.3},
         # loss-term weights from gradient norms every 500 steps (the lever the ablation found to pay most)
@@ -109,7 +109,7 @@ class MaxwellPointSource2D(es.Problem):
                             "balance": {"every": 225, "alpha": 0.9}}},
         # the default: at most 15 minutes on 2 CPU cores (544 s measured, full window 1.65 / 1.51 / 1.73 %)
         "quick": {},
-        # at most 2 hours on 2 CPU cores, the former recipe (1024 / 256 / 128 points redrawn every 100 steps, Adam at
+        # at most 2 hours on 2 CPU cores, the slab recipe (1024 / 256 / 128 points redrawn every 100 steps, Adam at
         # 1e-3, two time slabs): 5931 s measured, full window 1.62 / 1.83 / 1.55 %; not yet re-tuned like quick
         "long": {"network": {"near_field_hz": False},
                  "sampling": {"interior": 1024, "source": 256, "boundary": 128, "initial": 128, "resample_every": 100,
@@ -217,7 +217,7 @@ class MaxwellPointSource2D(es.Problem):
         ``sampling.source_radius`` sigma, and with the near-field head at least 0.75 ``network.near_field_radius``
         (37.5 mm by default, 5 sigma of the default source): the head's cut-off chi leaves a residual on the scale
         of its radius R that the network must cancel, whatever sigma is (``quick`` with a 2.5 mm source: full-window
-        errors 23.8 / 24.8 / 30.2 % with a 12.5 mm disc, 15.3 / 14.7 / 17.1 % with 37.5 mm; benchmarks/RESULTS.md,
+        errors 23.8 / 24.8 / 30.2 % with a 12.5 mm disc, 15.3 / 14.7 / 17.1 % with 37.5 mm; the measurement log in CHANGELOG.md,
         "Other sources without retuning").
 
         Raises

@@ -50,7 +50,7 @@ class PECCylinderScattering(es.Problem):
         # one wavelength across a 2 m window (k = pi rad/m): the smallest case that still scatters and radiates
         "ci": {"scattering": {"wavenumber": math.pi, "half_width": 1.0}, "network": {"first_omega": 8.0},
                "sampling": {"interior": 2000}, "training": {"steps": 1000}},
-        "quick": {},  # the case: k = 2 pi rad/m, a = 0.5 m, window [-2, 2]^2 m
+        "quick": {},  # the target case: k = 2 pi rad/m, a = 0.5 m, window [-2, 2]^2 m
         "full": {"network": {"width": 192, "depth": 5},  # GPU preset, not measured
                  "sampling": {"interior": 40000, "cylinder": 2000, "pml_end": 4000},
                  "training": {"steps": 60000, "lr_final": 1e-5, "log_every": 2000, "checkpoint_every": 5000}},

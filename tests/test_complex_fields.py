@@ -234,6 +234,7 @@ def test_pml_reflection_matches_its_design_in_a_finite_difference_solve():
 
 # measured (float64, 3000 steps, seed 0): robin 0.2-0.9 %, pml 5.2 % (seed 1: 2.4 %; at lr 3e-3 the PML case stalls
 # at 21-30 %: a field that must travel from the port through the layer trains slowly); a zero field scores 100 %
+@pytest.mark.accuracy  # trains to check its error: the accuracy set
 @pytest.mark.parametrize(("mode", "bound"), [("robin", 0.01), ("pml", 0.08)])
 def test_a_complex_problem_trains_to_its_exact_solution(mode, tmp_path, bound):
     p = line(mode)

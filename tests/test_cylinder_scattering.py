@@ -1,5 +1,5 @@
 """pec-cylinder-scattering: the Bessel/Hankel series satisfies the Helmholtz equation and the PEC conditions, the
-problem is declared as the issue asks (window, PML, masked interior, scattered and total fields), and a run
+problem is declared as specified (window, PML, masked interior, scattered and total fields), and a run
 exports complex fields."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_series_refuses_bad_parameters():
 
 
 def test_problem_declares_the_window_the_pml_and_both_fields():
-    p = build(preset="quick")  # the issue's case: k = 2 pi, a = 0.5 m, window [-2, 2]^2 m
+    p = build(preset="quick")  # the target case: k = 2 pi, a = 0.5 m, window [-2, 2]^2 m
     assert p.fields == ("Ez",) and p.outputs == ("Ez.re", "Ez.im") and p.time_convention == "exp(-i omega t)"
     assert p.pde.pml.lower == (-2.0, -2.0) and p.pde.pml.upper == (2.0, 2.0)
     lo, hi = p.domain.bbox()

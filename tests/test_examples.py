@@ -35,6 +35,7 @@ def _assert_bounds(metrics: dict, bounds: dict) -> None:
             assert metrics["rel_l2"][window][field] < bound, (field, metrics["rel_l2"], bound)
 
 
+@pytest.mark.accuracy  # trains to check its error: the accuracy set
 def test_tm_cavity_ci_preset_reaches_its_bounds(tmp_path):
     cls = _class("tm_cavity", "TMCavity")
     m = _run(tmp_path, "tm_cavity", "--preset", "ci")
@@ -50,6 +51,7 @@ def test_tm_cavity_from_its_defaults_reaches_five_percent_within_three_minutes(t
     assert m["wall_s"] < 180, m["wall_s"]
 
 
+@pytest.mark.accuracy  # trains to check its error: the accuracy set
 def test_scripted_te_cavity_learns_the_mode(tmp_path):
     """examples/pec_cavity_te.py (a problem declared in 25 lines) trains to a small error from its defaults."""
     m = _run(tmp_path, "pec_cavity_te", "--steps", "1500")

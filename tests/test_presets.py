@@ -1,6 +1,6 @@
 """The main job's `quick` preset (about 15 minutes on 2 cores, marked slow) reaches the bounds the problem declares
 (``MaxwellPointSource2D.bounds["quick"]``), and so does helmholtz-square's `long` preset (float64, Adam, one
-least-squares solve and 800 L-BFGS steps, about 10 minutes; the accuracy issue's 1e-4); the `ci` preset of every
+least-squares solve and 800 L-BFGS steps, about 10 minutes; the 1e-4 target); the `ci` preset of every
 problem runs in tests/test_registry.py.
 The bounds are the measured errors plus a margin for run-to-run variation across machines and thread counts
 (the loss curve is bit-reproducible only on the same machine and thread count)."""

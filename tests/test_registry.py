@@ -181,6 +181,7 @@ def test_series_reference_is_right_for_every_configuration_it_accepts(name, key,
     assert _helmholtz_residual_of_the_reference(problem) < 1e-6
 
 
+@pytest.mark.accuracy  # trains every ci preset to check its error: the accuracy set
 @pytest.mark.parametrize("name", NAMES)
 def test_ci_preset_reaches_its_declared_bounds(name, tmp_path):
     cls = REGISTRY[name]

@@ -1,4 +1,4 @@
-"""Training methods of the accuracy issue: the L-BFGS finish after Adam (a known least-squares minimiser; the
+"""Training methods: the L-BFGS finish after Adam (a known least-squares minimiser; the
 finish holds the last round's points, lowers the loss, resumes bit for bit, and is refused where it cannot be
 exact)."""
 

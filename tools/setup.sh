@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create ./.venv (if missing) and install elecsolver into it with the test and MPI extras.
+# Create ./.venv (if missing) and install elecsolver into it with the test, MPI and docs extras.
 # Needs python3 >= 3.10 and a C++ compiler (torch.compile's CPU backend builds C++ kernels;
 # installed with apt-get when missing and running as root). TORCH_SPEC picks the torch build
 # (default: torch==2.13.0).
@@ -20,4 +20,4 @@ fi
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/python -m pip install --quiet "${TORCH_SPEC:-torch==2.13.0}"
 fi
-.venv/bin/python -m pip install --quiet -e ".[test,mpi]"
+.venv/bin/python -m pip install --quiet -e ".[test,mpi,docs]"

@@ -271,6 +271,8 @@ class Cylinder(PatchDomain):
     name : str, optional
         Tag prefix.
 
+    Notes
+    -----
     Tags "side", "zmin" (bottom cap), "zmax" (top cap).
 
     Raises
@@ -375,6 +377,8 @@ class Polygon(PatchDomain):
     name : str, optional
         Tag prefix.
 
+    Notes
+    -----
     Edge normals point out of the polygon whatever the vertex orientation.  The signed distance is
     the distance to the nearest edge with the sign of the even-odd (crossing-number) test.
 

@@ -46,6 +46,8 @@ class TimeDomain(Domain):
     dim : int
         d + 1.
 
+    Notes
+    -----
     Interior points of a box x [t0, t1] come from one (d + 1)-dimensional sequence of the method; for
     other domains they pair the spatial points of the domain's own sampler with times from a
     one-dimensional sequence of the same method taken in a seeded random order, so that space and time
