@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _run_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--preset", help="training preset of the problem (e.g. ci, quick; the README lists each problem's); "
+    r.add_argument("--preset", help="training preset of the problem (e.g. ci, quick; docs/problems.md lists each problem's); "
                    "default: the problem's default")
     r.add_argument("--steps", type=int, help="training steps of training.optimizer (a finish, training.finish, adds its own)")
     r.add_argument("--seed", type=int, help="random seed of points and initial parameters")
@@ -60,13 +60,13 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "trained family at one configuration, with --set sampling.parameters=fixed)")
     g = r.add_argument_group("parallelism (docs/parallel.md; dp x tp x pp must equal the number of ranks)")
     g.add_argument("--dp", type=int, help="data-parallel ranks (default: ranks / (tp x pp))")
-    g.add_argument("--tp", type=int, help="tensor-parallel ranks: hidden layers sharded (default 1)")
+    g.add_argument("--tp", type=int, help="tensor-parallel ranks: hidden layers sharded; hidden widths must be multiples of tp (default 1)")
     g.add_argument("--pp", type=int, help="pipeline stages: the body cut into pp parts (default 1)")
     g.add_argument("--microbatches", type=int, help="pipeline micro-batches per step (default 2 x pp)")
     g.add_argument("--schedule", help="pipeline schedule: 1f1b (default) or gpipe")
     g.add_argument("--zero", action="store_true", default=None, help="shard Adam's state over the data-parallel ranks (ZeRO-1)")
     g.add_argument("--recompute", action="store_true", default=None,
-                   help="recompute activations in the backward pass (less memory, about 1.3x the time)")
+                   help="recompute activations in the backward pass (less memory, 1.2-1.65x the step time; docs/parallel.md)")
     g.add_argument("--precision",
                    help="fp32 (default), bf16 or fp16 (autocast on the value channel; fp16 scales the loss)")
     g.add_argument("--accumulate", type=int, metavar="K",

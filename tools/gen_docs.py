@@ -48,8 +48,9 @@ DESCRIPTIONS = {
     "network.hard_initial": "initial values imposed by the head instead of a loss term",
     "network.hard_pec": "PEC walls of an axis-aligned box imposed by the head",
     "sampling.method": "sobol, halton, lhs or uniform", "sampling.interior": "collocation points of the PDE "
-    "per round", "sampling.boundary": "points on the boundary per round (every boundary condition)",
-    "sampling.initial": "points at t = t0 per round (initial condition)",
+    "per round", "sampling.boundary": "points per round of each boundary term that has no count of its own "
+    "(`sampling.<term name>`, e.g. `sampling.pec`)",
+    "sampling.initial": "points at t = t0 per round (initial condition; `sampling.<term name>` overrides)",
     "sampling.resample_every": "steps between redraws of the points", "sampling.pde_on_boundary": "also the "
     "PDE at the boundary points", "sampling.time_ramp": "share of the steps over which the sampled time window "
     "grows", "sampling.time_ramp_start": "share of the time window sampled at first",
@@ -75,8 +76,12 @@ DESCRIPTIONS = {
     "through torch.compile (--compile)", "training.cuda_graphs": "capture the compiled step as CUDA graphs",
     "training.accumulate": "micro-steps per step (gradient accumulation)", "training.init_from": "a finished "
     "run whose network to start from (--init-from)", "training.tensorboard": "also log to OUT/tb",
-    "parallel.dp": "data-parallel ranks (default: the rest)", "parallel.tp": "tensor-parallel ranks",
-    "parallel.pp": "pipeline stages", "parallel.microbatches": "pipeline micro-batches (default 2 pp)",
+    "parallel.dp": "data-parallel ranks (default: the rest)", "parallel.tp": "tensor-parallel ranks (hidden widths must be multiples of tp)",
+    "parallel.pp": "pipeline stages", "parallel.microbatches": "pipeline micro-batches (default 2 x pp)",
+    "parallel.loss_scale.init_scale": "fp16: initial loss scale", "parallel.loss_scale.growth_factor": "fp16: scale "
+    "growth after growth_interval clean steps", "parallel.loss_scale.backoff_factor": "fp16: scale cut on an "
+    "overflow", "parallel.loss_scale.growth_interval": "fp16: clean steps before growth",
+    "parallel.loss_scale.max_overflows": "fp16: overflows in a row that stop the run",
     "parallel.schedule": "1f1b or gpipe", "parallel.zero": "shard Adam's state (ZeRO-1)",
     "parallel.recompute": "recompute activations in the backward pass", "parallel.recompute_block":
     "layers per recompute block", "parallel.precision": "fp32, bf16 or fp16", "parallel.timeout_s":
@@ -162,7 +167,8 @@ def _keys(config: dict, path: str = ""):
 
 
 def _row(key: str, value, note: str = "") -> str:
-    unit = UNITS.get(key.rsplit(".", 1)[-1], "")
+    shared = key.split(".", 1)[0] in SHARED  # network.width is neurons, not metres
+    unit = "" if shared and not key.endswith(("lr", "lr_final")) else UNITS.get(key.rsplit(".", 1)[-1], "")
     meaning = "; ".join(t for t in (DESCRIPTIONS.get(key, ""), note) if t)
     return f"| `{key}` | {_type(value)} | `{json.dumps(value)}` | {unit} | {meaning} |"
 
