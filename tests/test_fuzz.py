@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from elecsolver.problems import REGISTRY, get_problem_class
 
-FUZZ_CASES = int(os.environ.get("ELECSOLVER_FUZZ_CASES", "40"))  # .ci/run runs 200 in its second part
+FUZZ_CASES = int(os.environ.get("ELECSOLVER_FUZZ_CASES", "40"))  # the slow mark runs 1000
 PARALLEL = max(1, min(4, len(os.sched_getaffinity(0))))
 CASE_TIMEOUT_S = 120
 MEMORY_LIMIT = 8 * 2**30
