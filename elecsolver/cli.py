@@ -188,14 +188,15 @@ def _configure(cls, args):
         preset = args.preset
         args.parallel_file = {}
         path = getattr(args, "config", None)
-        if path is not None:
-            named = read_toml(path)[0].get("preset")
+        parsed = read_toml(path) if path is not None else None  # read once: the preset it names, then its entries
+        if parsed is not None:
+            named = parsed[0].get("preset")
             preset = preset or (named if isinstance(named, str) else None)
         preset = preset or cls.default_preset
         config = cls.preset_config(preset)
         if path is not None:
             defaults = parallel_defaults()
-            config, extra = apply_file(config, path, extras={"preset": preset, "parallel": defaults})
+            config, extra = apply_file(config, path, extras={"preset": preset, "parallel": defaults}, parsed=parsed)
             args.parallel_file = {k: v for k, v in extra["parallel"].items() if v != defaults[k]}
         args.preset = preset
         training = config["training"]

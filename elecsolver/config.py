@@ -203,13 +203,16 @@ def read_toml(path) -> tuple[dict, dict[str, int]]:
     return data, _toml_lines(text)
 
 
-def apply_file(config: dict, path, *, extras: dict | None = None) -> tuple[dict, dict]:
+def apply_file(config: dict, path, *, extras: dict | None = None, parsed: tuple[dict, dict] | None = None
+               ) -> tuple[dict, dict]:
     """A copy of ``config`` with every entry of the TOML file at ``path`` set, as ``--set`` would, and the file's
     entries under the names of ``extras``.
 
     Top-level tables are the configuration's sections (``[training]``, ``[source]``, ...).  ``extras`` maps further
     top-level names the caller reads itself to their defaults: a dict for a section (``{"parallel": {"tp": 1,
     ...}}``; its keys are checked and typed like the configuration's) or a plain value (``{"preset": "quick"}``).
+
+    ``parsed``: what :func:`read_toml` returned for ``path``, when the caller has read it already.
 
     Returns
     -------
@@ -220,7 +223,7 @@ def apply_file(config: dict, path, *, extras: dict | None = None) -> tuple[dict,
     ConfigError
         For a bad file, an unknown key or a value of the wrong type, naming the file and the key's line.
     """
-    data, lines = read_toml(path)
+    data, lines = parsed if parsed is not None else read_toml(path)
     out = copy.deepcopy(config)
     extra = copy.deepcopy(extras or {})
 
