@@ -525,8 +525,9 @@ def run(args, cls=None) -> dict | None:
     metrics = train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
                     stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
     if metrics is not None:  # the writer rank of a finished run; said with --quiet too
-        print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt, "
-              "PNG snapshots", flush=True)
+        png = ", PNG snapshots" if problem.config.get("output", {}).get("png", True) else ""
+        print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt"
+              f"{png}", flush=True)
     return metrics
 
 

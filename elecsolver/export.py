@@ -1,4 +1,5 @@
-"""Write a finished run (writer rank only): fields.h5 + fields.xdmf, metrics.json, PNG snapshots."""
+"""Write a finished run (writer rank only): fields.h5 + fields.xdmf, metrics.json, PNG snapshots (unless
+``output.png = false``)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
     reference : FieldSet or None
         Reference fields on the output sites (SI).
     out_dir : path
-        Existing folder; receives fields.h5, fields.xdmf, metrics.json and PNG snapshots.
+        Existing folder; receives fields.h5, fields.xdmf, metrics.json and, unless the configuration's
+        ``output.png`` is false, PNG snapshots.
     preset : str or None
         Name recorded in metrics.json.
 
@@ -60,7 +62,8 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         attrs["time_convention"] = problem.time_convention
         metrics["time_convention"] = problem.time_convention
     write(fields, out / "fields.h5", reference=reference, attrs=attrs)
-    write(fields, out, reference=reference, format="png")
+    if problem.config.get("output", {}).get("png", True):
+        write(fields, out, reference=reference, format="png")
     write_json(out / "metrics.json", metrics)
     log.info("wrote %s", ", ".join(str(out / n) for n in ("fields.h5", "fields.xdmf", "metrics.json")))
     return metrics

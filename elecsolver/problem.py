@@ -1010,7 +1010,11 @@ GENERIC_SECTIONS = ("training", "network", "sampling", "output", "loss")
 
 def _check_output_counts(config: dict) -> None:
     """Refuse an integer of the ``output`` section below 1 or beyond :data:`MAX_OUTPUT_SITES_PER_AXIS` (10^5 sites
-    along one axis is beyond what any viewer opens; a typo such as 1e12 would otherwise fail deep in numpy)."""
+    along one axis is beyond what any viewer opens; a typo such as 1e12 would otherwise fail deep in numpy), and an
+    ``output.png`` that is not true or false."""
+    png = (config.get("output") or {}).get("png", True)
+    if not isinstance(png, bool):
+        raise ConfigError(f"output.png must be true (write the PNG snapshots) or false, got {png!r}")
     for k, v in (config.get("output") or {}).items():
         if isinstance(v, int) and not isinstance(v, bool) and v < 1:
             raise ConfigError(f"output.{k} = {v} must be a positive count")

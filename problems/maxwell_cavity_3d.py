@@ -74,7 +74,7 @@ class MaxwellCavity3D(es.Problem):
             raise es.ConfigError(f"TM_{m}{n}{p} vanishes identically; TM modes need mode.m >= 1 and mode.n >= 1")
         out = c["output"]
         if not (min(dims) > 0 and mode["amplitude"] > 0 and c["window"]["periods"] > 0
-                and min(out.values()) >= 2):
+                and min(out[k] for k in ("nx", "ny", "nz", "nt")) >= 2):
             raise es.ConfigError("cavity.a, cavity.b, cavity.d (m), mode.amplitude (V/m) and window.periods must "
                                  "be > 0, output.nx, ny, nz, nt >= 2")
         self.k = tuple(math.pi * i / L for i, L in zip((m, n, p), dims))

@@ -76,6 +76,7 @@ DESCRIPTIONS = {
     "through torch.compile (--compile)", "training.cuda_graphs": "capture the compiled step as CUDA graphs",
     "training.accumulate": "micro-steps per step (gradient accumulation)", "training.init_from": "a finished "
     "run whose network to start from (--init-from)", "training.tensorboard": "also log to OUT/tb",
+    "output.png": "write the PNG snapshots (a few seconds a run; off for sweeps)",
     "parallel.dp": "data-parallel ranks (default: the rest)", "parallel.tp": "tensor-parallel ranks (hidden widths must be multiples of tp)",
     "parallel.pp": "pipeline stages", "parallel.microbatches": "pipeline micro-batches (default 2 x pp)",
     "parallel.loss_scale.init_scale": "fp16: initial loss scale", "parallel.loss_scale.growth_factor": "fp16: scale "
@@ -198,6 +199,8 @@ def configuration_page() -> str:
              "constraints, a near-field head). The base defaults:", ""]
     for block in SHARED:
         lines += [f"### {block}", "", *_key_table({block: BASE_CONFIG[block]}), ""]
+    lines += ["### output", "", "Each problem declares its own output sites (counts such as `output.nx`, "
+              "`output.nt`, below); every problem also has:", "", *_key_table({"output": BASE_CONFIG["output"]}), ""]
     lines += ["## parallel", "",
               "How the run is spread over the ranks a launcher started (the command-line flags `--dp`, `--tp`, "
               "`--pp`, `--microbatches`, `--schedule`, `--zero`, `--recompute`, `--precision`, `--profile` override "
@@ -208,6 +211,8 @@ def configuration_page() -> str:
     for name, cls in _problems():
         config = cls.preset_config()
         own = {k: v for k, v in config.items() if k not in SHARED}
+        if "output" in own:  # the shared switch is in the shared table; the problem's own sites stay here
+            own["output"] = {k: v for k, v in own["output"].items() if k not in BASE_CONFIG["output"]}
         changed = {}
         for block in SHARED:
             for key, value in _keys(config[block]):

@@ -48,6 +48,8 @@ BASE_CONFIG: dict = {
                  "least_squares": {"every": 0, "ridge": None, "before_finish": False}, "slabs": 1, "slab_share": None,
                  "log_every": 250, "checkpoint_every": 500, "derivatives": "jet", "compile": False, "cuda_graphs": False,
                  "accumulate": 1, "init_from": None, "tensorboard": False},
+    # every problem's output block holds its own sites (counts such as nx, nt) and this switch
+    "output": {"png": True},
 }
 
 
