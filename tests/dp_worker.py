@@ -1,7 +1,9 @@
 """One rank of the data-parallel equality tests (run as a subprocess by test_data_parallel.py).
 
-Usage: python dp_worker.py OUT.npz STEPS SHARD_SIZES_JSON [OPTIONS_JSON]
-OPTIONS_JSON: {"rar": true} turns on adaptive refinement every 2 steps; {"weights": true} gives the
+Usage: python dp_worker.py OUT_DIR STEPS CASES_JSON
+CASES_JSON: a list of {"tag": name, "sizes": SHARD_SIZES, "options": OPTIONS}; every case trains in this one
+process (one launch per test module: the process group is joined once), and rank 0 writes OUT_DIR/<tag>.npz.
+OPTIONS: {"rar": true} turns on adaptive refinement every 2 steps; {"weights": true} gives the
 interior points unequal weights (the measure each stands for); {"compile": true} runs the compiled
 training step; {"rad": true} redistributes the points every 2 steps (RAD); {"finish": true} ends with
 an L-BFGS finish; {"balance": true} balances the loss terms every 2 steps;
@@ -14,6 +16,7 @@ none: one process.  Rank 0 saves the loss curve and the final parameters.
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -73,10 +76,15 @@ class WeightedPointSource(MaxwellPointSource2D):
 
 
 def main() -> None:
-    out, steps, sizes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-    options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    out, steps, cases = Path(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
     comm, info, _ = init_data_parallel("cpu")
     torch.set_num_threads(1)
+    for case in cases:
+        run_case(comm, info, out / f"{case['tag']}.npz", steps, case.get("sizes") or {}, case.get("options") or {})
+    shutdown()
+
+
+def run_case(comm, info, out: Path, steps: int, sizes: dict, options: dict) -> None:
     problem = small_problem(**options)
     model = build_model(problem)
     context = apply_data_parallel(model, comm)  # the gradient-sync hook the trainer is driven through
@@ -88,7 +96,6 @@ def main() -> None:
     if info.rank == 0:
         params = torch.cat([p.detach().reshape(-1) for p in trainer.model.parameters()]).numpy()
         np.savez(out, losses=np.array(losses), params=params, params0=params0, local=json.dumps(local))
-    shutdown()
 
 
 if __name__ == "__main__":
