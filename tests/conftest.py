@@ -26,6 +26,12 @@ def _cache_dir(tmp_path_factory):
         os.environ["ELECSOLVER_CACHE"] = old
 
 
+# a CLI run that is checked through fields.h5/metrics.json/checkpoints only: no PNG snapshots (5-9 s a run)
+NO_PNG = ("--set", "output.png=false")
+# the 2-D point source's output grid cut from 101 x 101 x 41 to 21 x 21 x 6 (each progress log evaluates it)
+SMALL_GRID = ("--set", "output.nx=21", "--set", "output.ny=21", "--set", "output.nt=6", "--set", "output.early_frames=3")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

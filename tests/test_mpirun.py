@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_cli
+from conftest import NO_PNG, SMALL_GRID, run_cli
 from elecsolver.parallel.launch import discover
 
 MPIRUN = shutil.which("mpirun", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
@@ -40,7 +40,8 @@ def test_discover_rejects_inconsistent_variables():
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
 def test_mpirun_two_ranks_equal_one_process(tmp_path):
     args = ["run", "maxwell-point-source-2d", "--preset", "ci", "--steps", "5", "--dtype", "float64", "--quiet",
-            "--set", "sampling.interior=301", "--set", "sampling.source=67", "--set", "sampling.boundary=45"]
+            "--set", "sampling.interior=301", "--set", "sampling.source=67", "--set", "sampling.boundary=45",
+            *NO_PNG, *SMALL_GRID]
     one = run_cli(*args, "--out", str(tmp_path / "one"))
     assert one.returncode == 0, one.stderr
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -67,7 +68,7 @@ def test_a_users_script_under_mpirun_trains_data_parallel(tmp_path):
     one-process run, not two silent copies writing into one folder."""
     script = Path(__file__).resolve().parents[1] / "examples" / "tm_cavity.py"
     args = ["--steps", "4", "--dtype", "float64", "--quiet", "--set", "sampling.interior=200",
-            "--set", "sampling.boundary=50"]
+            "--set", "sampling.boundary=50", *NO_PNG]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
@@ -93,7 +94,7 @@ def _same_parameters(one, two):
 
 ARGS_SMALL = ["run", "maxwell-point-source-2d", "--preset", "ci", "--steps", "4", "--dtype", "float64", "--quiet",
               "--set", "sampling.interior=301", "--set", "sampling.source=67", "--set", "sampling.boundary=45",
-              "--set", "training.log_every=2"]
+              "--set", "training.log_every=2", *NO_PNG, *SMALL_GRID]
 
 
 @pytest.fixture(scope="module")
@@ -247,7 +248,7 @@ def test_mpirun_complex_fields_with_a_pml_equal_one_process(tmp_path):
     mpirun -n 2 equals one process: parameters and loss (float64, relative 1e-10) and the exported complex fields."""
     _dp_equals_one_process(tmp_path, ["run", "pec-cylinder-scattering", "--preset", "ci", "--steps", "4", "--dtype",
                                       "float64", "--quiet", "--set", "sampling.interior=301", "--set",
-                                      "sampling.cylinder=67", "--set", "sampling.pml_end=45", "--set", "output.n=21"],
+                                      "sampling.cylinder=67", "--set", "sampling.pml_end=45", "--set", "output.n=21", *NO_PNG],
                            "Ez", (21, 21, 2))
 
 
@@ -257,5 +258,5 @@ def test_mpirun_subdomains_and_an_interface_equal_one_process(tmp_path):
     permittivity) under mpirun -n 2 equals one process."""
     _dp_equals_one_process(tmp_path, ["run", "electrostatics-dielectric-cylinder", "--preset", "ci", "--steps", "4",
                                       "--dtype", "float64", "--quiet", "--set", "sampling.interior=301", "--set",
-                                      "sampling.interface=67", "--set", "sampling.window=45", "--set", "output.n=21"],
+                                      "sampling.interface=67", "--set", "sampling.window=45", "--set", "output.n=21", *NO_PNG],
                            "V", (21, 21))
