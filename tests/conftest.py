@@ -49,6 +49,28 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def run_main(*args: str, cwd: Path | None = None):
+    """Run ``elecsolver ARGS`` in this process (no interpreter start-up: for bad input, refused before any
+    training); returns a CompletedProcess with the exit code and the captured text, as :func:`run_cli` does."""
+    import contextlib
+    import io
+
+    from elecsolver.cli import main
+
+    out, err, old = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's own refusals
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(["elecsolver", *args], code, out.getvalue(), err.getvalue())
+
+
 def assert_jets_equal_autograd(problem, net, rel: float, seed: int = 4, device: str = "cpu") -> None:
     """Every loss term of ``problem`` has the same residual through jets and through nested autograd, within
     ``rel`` of the largest residual (float64 network ``net``, on ``device`` with the points)."""

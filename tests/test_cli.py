@@ -9,7 +9,7 @@ import meshio
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import NO_PNG, SMALL_GRID, run_cli, run_main
 
 from elecsolver.io.hdf5 import read_fields
 
@@ -94,7 +94,8 @@ def test_resume_gives_the_uninterrupted_parameters(tmp_path):
     common = ["run", PROBLEM, "--preset", "ci", "--steps", "20", "--quiet",
               "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=4",
               # adaptive refinement at steps 5, 10, 15: the one at the interruption must survive it
-              "--set", "sampling.rar_every=5", "--set", "sampling.rar_pool=400", "--set", "sampling.rar_add=40"]
+              "--set", "sampling.rar_every=5", "--set", "sampling.rar_pool=400", "--set", "sampling.rar_add=40",
+              *NO_PNG, *SMALL_GRID]
     a, b = tmp_path / "straight", tmp_path / "resumed"
     assert run_cli(*common, "--out", str(a)).returncode == 0
     first = run_cli(*common, "--out", str(b), "--stop-after", "10")
@@ -147,7 +148,7 @@ def test_resume_with_other_configuration_is_refused(tmp_path):
 ])
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, message):
     out = tmp_path / "o"
-    proc = run_cli(*args, "--out", str(out), cwd=tmp_path)
+    proc = run_main(*args, "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import NO_PNG, run_cli, run_main
 from elecsolver.problems import get_problem_class
 
 import elecsolver as es
@@ -70,7 +70,7 @@ def test_bad_family_input_is_one_line_and_writes_nothing(tmp_path):
     for args in (["--set", "family.source.x0=[0.7, 0.3]"], ["--set", "source.x0=0.9"],
                  ["--set", "family.source.frequency=[-1e9, 1e9]"], ["--set", "source.x0=[0.3, 0.7]"]):
         out = tmp_path / "never"
-        proc = run_cli("run", "maxwell-point-source-family", "--preset", "ci", "--steps", "2", "--out", str(out),
+        proc = run_main("run", "maxwell-point-source-family", "--preset", "ci", "--steps", "2", "--out", str(out),
                        *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -135,7 +135,7 @@ def test_family_dp2_equals_one_process(tmp_path):
 def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("family") / "run"
     proc = run_cli("run", "maxwell-point-source-family", "--preset", "ci", "--steps", "30", "--out", str(out),
-                   "--quiet")
+                   "--quiet", *NO_PNG, "--set", "output.nx=41", "--set", "output.ny=41")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -190,11 +190,11 @@ def test_query_bad_input_is_one_line_and_writes_nothing(short_run, tmp_path):
     for args in (["--set", "source.x0=0.9"], ["--set", "cavity.a=1"], ["--set", "source.x0=abc"],
                  ["--set", "source.x0"]):
         out = tmp_path / "never"
-        proc = run_cli("query", str(short_run), *args, "--out", str(out))
+        proc = run_main("query", str(short_run), *args, "--out", str(out))
         assert proc.returncode == 2, (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert not out.exists()
-    proc = run_cli("query", str(tmp_path), "--out", str(tmp_path / "never"))
+    proc = run_main("query", str(tmp_path), "--out", str(tmp_path / "never"))
     assert proc.returncode == 2 and "no trained run" in proc.stderr
 
 
@@ -211,8 +211,8 @@ def test_init_from_starts_from_the_runs_network_and_refuses_another_shape(short_
     for name, t in tr.model.state_dict().items():
         assert torch.equal(t, state[name].to(t.dtype)), name
     out = tmp_path / "never"
-    proc = run_cli("run", "maxwell-point-source-family", "--preset", "ci", "--init-from", str(short_run),
-                   "--set", "network.width=32", "--steps", "2", "--out", str(out))
+    proc = run_main("run", "maxwell-point-source-family", "--preset", "ci", "--init-from", str(short_run),
+                   "--set", "network.width=32", "--steps", "2", "--out", str(out), "--quiet")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "does not fit this run's" in proc.stderr and not out.exists()
 
@@ -249,7 +249,7 @@ def test_invert_command_and_bad_probes(short_run, tmp_path):
     hz = model.probe(PLACES, times, {"x0": 0.46, "y0": 0.53, "f": 1.07e9})["Hz"]
     good = tmp_path / "probes.npz"
     np.savez(good, places=PLACES, times=times, Hz=hz)
-    proc = run_cli("invert", str(short_run), "--probes", str(good), "--json", str(tmp_path / "inv.json"))
+    proc = run_main("invert", str(short_run), "--probes", str(good), "--json", str(tmp_path / "inv.json"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("recovered: x0 = ")
     got = json.loads((tmp_path / "inv.json").read_text())["configuration"]
@@ -261,10 +261,10 @@ def test_invert_command_and_bad_probes(short_run, tmp_path):
     for label, arrays in bad.items():
         path = tmp_path / f"{label}.npz"
         np.savez(path, **arrays)
-        proc = run_cli("invert", str(short_run), "--probes", str(path))
+        proc = run_main("invert", str(short_run), "--probes", str(path))
         assert proc.returncode == 2, (label, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1, (label, proc.stderr)
-    proc = run_cli("invert", str(short_run), "--probes", str(good), "--unknowns", "z0")
+    proc = run_main("invert", str(short_run), "--probes", str(good), "--unknowns", "z0")
     assert proc.returncode == 2 and "no parameters" in proc.stderr
 
 
