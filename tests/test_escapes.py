@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, run_cli
+from conftest import NO_PNG, ROOT, run_cli
 
 from elecsolver import cli
 from elecsolver.config import ConfigError
 from elecsolver.problems import get_problem_class
 
-CAVITY = ["run", "maxwell-cavity-2d", "--preset", "ci", "--steps", "2", "--quiet"]
+CAVITY = ["run", "maxwell-cavity-2d", "--preset", "ci", "--steps", "2", *NO_PNG, "--quiet"]
 
 
 def _refused(capsys, argv, out: Path, *needles: str) -> str:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_cli
+from conftest import NO_PNG, run_cli
 from test_mpirun import MPIRUN
 
 from elecsolver.training.interrupt import Interrupted, pending, stop_requests
 
 DRIVER = str(Path(__file__).with_name("signal_driver.py"))
 RUN = ["run", "maxwell-cavity-2d", "--preset", "ci", "--steps", "20", "--dtype", "float64", "--quiet",
-       "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=3"]
+       "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=3", *NO_PNG]
 
 
 def _env(**extra) -> dict:
