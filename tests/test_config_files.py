@@ -9,7 +9,7 @@ import importlib.metadata
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import NO_PNG, run_cli, run_main
 
 from elecsolver import __version__
 from elecsolver.cli import _parser, _parallel_options, _configure, main
@@ -65,7 +65,7 @@ def test_a_bad_config_file_is_one_line_naming_file_and_line_and_nothing_is_writt
     path = tmp_path / "bad.toml"
     path.write_text(text)
     out = tmp_path / "out"
-    proc = run_cli("run", PROBLEM, "--config", str(path), "--out", str(out))
+    proc = run_main("run", PROBLEM, "--config", str(path), "--out", str(out))
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and what in lines[0], proc.stderr
@@ -90,7 +90,7 @@ def logged_run(tmp_path_factory):
     (root / "run.toml").write_text(proc.stdout)
     out = root / "o1"
     code = main(["run", PROBLEM, "--config", str(root / "run.toml"), "--steps", "20", "--out", str(out), "--quiet",
-                 "--set", "training.tensorboard=true", "--set", "training.log_every=10"])
+                 "--set", "training.tensorboard=true", "--set", "training.log_every=10", *NO_PNG])
     assert code == 0
     return root, out
 
