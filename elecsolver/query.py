@@ -230,7 +230,7 @@ def load(out: str | os.PathLike, problem=None, device: str = "cpu") -> TrainedMo
     out = Path(out)
     state = _checkpoint(out)
     if problem is None or isinstance(problem, str):
-        from .cli import UsageError, load_problem_class
+        from .locate import UsageError, load_problem_class
 
         try:
             problem = load_problem_class(problem or state["problem"])

@@ -209,3 +209,19 @@ def test_an_output_folder_of_another_problem_is_refused(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "holds the outputs of another problem ('helmholtz-square')" in lines[0]
     assert sorted(p.name for p in out.iterdir()) == ["Ez.png", "metrics.json"]
+
+
+def test_no_core_module_imports_the_command_line():
+    """The command line composes the core, parallel/ and problems/; the core never reaches up to it (only the
+    package root's es.train / es.main call into it, when called)."""
+    import re
+    from pathlib import Path
+
+    import elecsolver
+
+    root = Path(elecsolver.__file__).parent
+    pattern = re.compile(r"^\s*(from\s+(\.+cli|elecsolver\.cli)\s+import|import\s+elecsolver\.cli)", re.M)
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if p.name not in ("cli.py", "__init__.py") or p.parent != root
+                 if pattern.search(p.read_text())]
+    assert offenders == []
