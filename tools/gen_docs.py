@@ -167,16 +167,38 @@ def _keys(config: dict, path: str = ""):
             yield f"{path}{k}", v
 
 
-def _row(key: str, value, note: str = "") -> str:
+# what a problem's own key does, where its name says it the same way in every problem
+OWN = [(r"loss\.(\w+)", "weight of the `{0}` loss term"),
+       (r"family\.(.+)", "the trained range [lower, upper] of `{0}` (a parameter of the family)"),
+       (r"output\.n([xyz])", "output grid sites along {0}"), (r"output\.n", "output grid sites along each axis"),
+       (r"output\.nt", "output times"), (r"output\.early_frames", "output times in the `early` window (the "
+                                                                  "first ones)"),
+       (r"pml\.thickness", "PML thickness around the domain"),
+       (r"pml\.reflection", "designed round-trip reflection of the PML at normal incidence, in (0, 1)"),
+       (r"pml\.order", "grading order of the PML stretching (>= 1)")]
+
+
+def _own_meaning(key: str, terms: frozenset = frozenset()) -> str:
+    block, _, rest = key.partition(".")
+    if block == "sampling" and rest in terms:
+        return f"points per round of the `{rest}` term"
+    for pattern, text in OWN:
+        m = re.fullmatch(pattern, key)
+        if m:
+            return text.format(*m.groups())
+    return ""
+
+
+def _row(key: str, value, note: str = "", terms: frozenset = frozenset()) -> str:
     shared = key.split(".", 1)[0] in SHARED  # network.width is neurons, not metres
     unit = "" if shared and not key.endswith(("lr", "lr_final")) else UNITS.get(key.rsplit(".", 1)[-1], "")
-    meaning = "; ".join(t for t in (DESCRIPTIONS.get(key, ""), note) if t)
+    meaning = "; ".join(t for t in (DESCRIPTIONS.get(key, "") or _own_meaning(key, terms), note) if t)
     return f"| `{key}` | {_type(value)} | `{json.dumps(value)}` | {unit} | {meaning} |"
 
 
-def _key_table(config: dict, prefix: str = "") -> list[str]:
+def _key_table(config: dict, prefix: str = "", terms: frozenset = frozenset()) -> list[str]:
     return ["| key | type | default | unit | meaning |", "|---|---|---|---|---|",
-            *(_row(key, value) for key, value in _keys(config, prefix))]
+            *(_row(key, value, terms=terms) for key, value in _keys(config, prefix))]
 
 
 def configuration_page() -> str:
@@ -227,9 +249,11 @@ def configuration_page() -> str:
             for key, value in _keys(cls.preset_config(preset)):
                 if key not in known and key not in extra:
                     extra[key] = (value, preset)
-        lines += [f"### {name}", "", f"[Gallery entry](problems.md#{name}).", "", *_key_table(own),
-                  *(_row(key, value) for key, value in changed.items()),
-                  *(_row(key, value, f"preset `{preset}` only") for key, (value, preset) in extra.items()), ""]
+        terms = frozenset(c.name for c in cls(config).constraints())
+        lines += [f"### {name}", "", f"[Gallery entry](problems.md#{name}).", "", *_key_table(own, terms=terms),
+                  *(_row(key, value, terms=terms) for key, value in changed.items()),
+                  *(_row(key, value, f"preset `{preset}` only", terms) for key, (value, preset) in extra.items()),
+                  ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
