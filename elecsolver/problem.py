@@ -134,6 +134,10 @@ class Problem:
     bounds : dict
         Preset -> {window: {field: relative L2 bound}}: the errors a preset is held to (the registry test
         runs the ``ci`` preset of every registered problem against its bounds).
+    meanings : dict
+        Dotted key -> what the problem's own configuration key means, with its unit where it has one (the
+        configuration reference prints it; loss weights, per-term point counts, output counts and family ranges
+        are described there without it).
 
     Parameters
     ----------
@@ -153,6 +157,7 @@ class Problem:
     presets: ClassVar[dict[str, dict]] = {"quick": {}}
     default_preset: ClassVar[str] = "quick"
     bounds: ClassVar[dict[str, dict[str, dict[str, float]]]] = {}
+    meanings: ClassVar[dict[str, str]] = {}
 
     # declarations (set in setup)
     domain: Domain

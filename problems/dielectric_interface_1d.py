@@ -47,6 +47,14 @@ class DielectricInterface1D(es.Problem):
         "sampling": {"interior": 2000, "ends": 200, "interface": 100},
         "training": {"steps": 6000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 500, "checkpoint_every": 2000},
     }
+    meanings = {
+        "medium.eps_r": "relative permittivity of the dielectric in x > 0",
+        "pulse.amplitude": "peak Ey of the incident pulse (V/m)",
+        "pulse.width": "width w of the pulse exp(-(s/w)^2)",
+        "pulse.start": "centre x0 of the incident pulse at t = 0",
+        "domain.half_width": "half width D of the window [-D, D]",
+        "window.travel": "distance the incident pulse travels over the time window",
+    }
     presets = {
         "ci": {"sampling": {"interior": 1500}, "training": {"steps": 1000, "lr_final": 1e-3}},
         "quick": {},  # the default: 433 s on one thread, Ey 0.45 %, Hz 0.44 %

@@ -38,6 +38,11 @@ class ElectrostaticsCoax(es.Problem):
         "sampling": {"interior": 1000, "inner": 200, "outer": 400},
         "training": {"steps": 3000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
     }
+    meanings = {
+        "coax.a": "radius of the inner conductor",
+        "coax.b": "inner radius of the outer conductor",
+        "coax.V0": "potential of the inner conductor (the outer one is grounded)",
+    }
     presets = {
         "ci": {"training": {"steps": 1000}},  # 8-12 s of training on one (shared) CPU core
         "quick": {},  # the default: 26 s, 0.29 %

@@ -37,6 +37,12 @@ class ElectrostaticsDielectricCylinder(es.Problem):
         "sampling": {"interior": 1500, "interface": 300, "window": 400},
         "training": {"steps": 3000, "lr": 1e-2, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
     }
+    meanings = {
+        "cylinder.radius": "cylinder radius a",
+        "cylinder.eps_r": "relative permittivity of the cylinder",
+        "cylinder.half_width": "half width W of the window [-W, W]^2",
+        "cylinder.E0": "applied uniform field along x",
+    }
     presets = {
         "ci": {"sampling": {"interior": 1000}, "training": {"steps": 1500}},
         "quick": {},

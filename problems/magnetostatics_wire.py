@@ -42,6 +42,11 @@ class MagnetostaticsWire(es.Problem):
         "sampling": {"interior": 6000, "boundary": 400},
         "training": {"steps": 3000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
     }
+    meanings = {
+        "wire.a": "wire radius a",
+        "wire.R": "radius R of the disk, where A_z = 0",
+        "wire.I": "current in the wire (A)",
+    }
     presets = {
         "ci": {"sampling": {"interior": 3000}, "training": {"steps": 1000}},  # 15-18 s on one CPU core
         "quick": {},  # the default: 104 s, 0.89 % (0.4-2 % between resamplings)

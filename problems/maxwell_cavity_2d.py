@@ -54,6 +54,15 @@ class MaxwellCavity2D(es.Problem):
         "sampling": {"interior": 2000, "boundary": 400},
         "training": {"steps": 4000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
     }
+    meanings = {
+        "cavity.a": "side a along x",
+        "cavity.b": "side b along y",
+        "mode.polarisation": "TE (Ex, Ey, Hz) or TM (Ez, Hx, Hy)",
+        "mode.m": "mode index m along x",
+        "mode.n": "mode index n along y",
+        "mode.amplitude": "amplitude A (V/m)",
+        "window.periods": "periods 2 pi / omega of the time window",
+    }
     presets = {
         "ci": {"training": {"steps": 1200}},  # 32-40 s of training on one (shared) CPU core
         "quick": {"training": {"steps": 16000, "lr_final": 1e-5}},  # the default: 8.5 min, 0.4-0.7 % per field

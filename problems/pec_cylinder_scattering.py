@@ -46,6 +46,16 @@ class PECCylinderScattering(es.Problem):
         "sampling": {"interior": 3000, "cylinder": 400, "pml_end": 800, "absorbing": 800},
         "training": {"steps": 22000, "lr": 2e-3, "lr_final": 5e-5, "log_every": 1000, "checkpoint_every": 2000},
     }
+    meanings = {
+        "scattering.polarisation": "TM (the scattered Ez) or TE (the scattered Hz)",
+        "scattering.wavenumber": "free-space wavenumber k of the incident plane wave",
+        "scattering.radius": "cylinder radius a",
+        "scattering.half_width": "half width W of the window [-W, W]^2 inside the PML",
+        "scattering.amplitude": "amplitude A of the incident wave (V/m for TM, A/m for TE)",
+        "truncation": "pml (a PML closed by u_s = 0) or absorbing (a first-order absorbing condition on the window's"
+            " edge)",
+        "sampling.absorbing": "points per round on the window's edge with truncation = absorbing",
+    }
     presets = {
         # one wavelength across a 2 m window (k = pi rad/m): the smallest case that still scatters and radiates
         "ci": {"scattering": {"wavenumber": math.pi, "half_width": 1.0}, "network": {"first_omega": 8.0},

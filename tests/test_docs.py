@@ -45,6 +45,9 @@ def test_the_configuration_reference_lists_every_key_elecsolver_config_prints():
         for preset in cls.presets:  # a key only some presets have is listed with them
             for key in _keys(cls.preset_config(preset)):
                 assert f"| `{key}` |" in sections[name] or f"| `{key}` |" in shared, (name, preset, key)
+    # and says what each key means (a problem's own keys: its `meanings`, or the pattern its name follows)
+    blank = [row.split("|")[1].strip() for row in page.splitlines() if row.startswith("| `") and row.endswith("|  |")]
+    assert blank == [], blank
 
 
 def test_the_readme_is_short_and_no_document_speaks_of_the_projects_history():

@@ -178,7 +178,9 @@ OWN = [(r"loss\.(\w+)", "weight of the `{0}` loss term"),
        (r"pml\.order", "grading order of the PML stretching (>= 1)")]
 
 
-def _own_meaning(key: str, terms: frozenset = frozenset()) -> str:
+def _own_meaning(key: str, terms: frozenset = frozenset(), meanings: dict | None = None) -> str:
+    if meanings and key in meanings:
+        return meanings[key]
     block, _, rest = key.partition(".")
     if block == "sampling" and rest in terms:
         return f"points per round of the `{rest}` term"
@@ -189,16 +191,17 @@ def _own_meaning(key: str, terms: frozenset = frozenset()) -> str:
     return ""
 
 
-def _row(key: str, value, note: str = "", terms: frozenset = frozenset()) -> str:
+def _row(key: str, value, note: str = "", terms: frozenset = frozenset(), meanings: dict | None = None) -> str:
     shared = key.split(".", 1)[0] in SHARED  # network.width is neurons, not metres
     unit = "" if shared and not key.endswith(("lr", "lr_final")) else UNITS.get(key.rsplit(".", 1)[-1], "")
-    meaning = "; ".join(t for t in (DESCRIPTIONS.get(key, "") or _own_meaning(key, terms), note) if t)
+    meaning = "; ".join(t for t in (DESCRIPTIONS.get(key, "") or _own_meaning(key, terms, meanings), note) if t)
     return f"| `{key}` | {_type(value)} | `{json.dumps(value)}` | {unit} | {meaning} |"
 
 
-def _key_table(config: dict, prefix: str = "", terms: frozenset = frozenset()) -> list[str]:
+def _key_table(config: dict, prefix: str = "", terms: frozenset = frozenset(), meanings: dict | None = None
+               ) -> list[str]:
     return ["| key | type | default | unit | meaning |", "|---|---|---|---|---|",
-            *(_row(key, value, terms=terms) for key, value in _keys(config, prefix))]
+            *(_row(key, value, terms=terms, meanings=meanings) for key, value in _keys(config, prefix))]
 
 
 def configuration_page() -> str:
@@ -250,9 +253,11 @@ def configuration_page() -> str:
                 if key not in known and key not in extra:
                     extra[key] = (value, preset)
         terms = frozenset(c.name for c in cls(config).constraints())
-        lines += [f"### {name}", "", f"[Gallery entry](problems.md#{name}).", "", *_key_table(own, terms=terms),
-                  *(_row(key, value, terms=terms) for key, value in changed.items()),
-                  *(_row(key, value, f"preset `{preset}` only", terms) for key, (value, preset) in extra.items()),
+        lines += [f"### {name}", "", f"[Gallery entry](problems.md#{name}).", "",
+                  *_key_table(own, terms=terms, meanings=cls.meanings),
+                  *(_row(key, value, terms=terms, meanings=cls.meanings) for key, value in changed.items()),
+                  *(_row(key, value, f"preset `{preset}` only", terms, cls.meanings)
+                    for key, (value, preset) in extra.items()),
                   ""]
     return "\n".join(lines).rstrip() + "\n"
 
