@@ -126,3 +126,13 @@ def test_tensorboard_scalars_equal_convergence_csv(logged_run):
     assert sorted(events.Tags()["images"]) == ["fields/Ex", "fields/Ey", "fields/Hz"]
     image = events.Images("fields/Hz")[-1]
     assert image.step == 20 and (image.width, image.height) == (101, 101)
+
+
+def test_output_png_must_be_a_boolean():
+    """The switch that skips the PNG snapshots: a value that is not true or false is refused, naming the key."""
+    cls = get_problem_class("maxwell-cavity-2d")
+    config = cls.preset_config("ci")
+    assert config["output"]["png"] is True  # every problem has it, on by default
+    config["output"]["png"] = "no"
+    with pytest.raises(ConfigError, match="output.png must be true"):
+        cls(config)

@@ -242,6 +242,8 @@ def test_a_damaged_checkpoint_is_one_line_naming_the_file(tmp_path, capsys, dama
 def test_quiet_still_says_where_the_outputs_went_and_a_pipe_gets_no_bar(tmp_path):
     quiet = run_cli(*CAVITY, "--out", str(tmp_path / "q"))
     assert quiet.returncode == 0 and f"outputs in {tmp_path / 'q'}{os.sep}" in quiet.stdout
+    # output.png = false: no snapshots, and the closing line does not promise them
+    assert "PNG" not in quiet.stdout and not list((tmp_path / "q").glob("*.png"))
     loud = run_cli(*CAVITY[:-1], "--set", "training.log_every=1", "--out", str(tmp_path / "l"))
     assert loud.returncode == 0
     assert "step/s" not in loud.stderr and "\r" not in loud.stderr  # no progress bar on a pipe
