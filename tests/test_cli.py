@@ -115,17 +115,17 @@ def test_resume_with_other_configuration_is_refused(tmp_path):
     common = ["run", PROBLEM, "--preset", "ci", "--quiet", "--out", str(out)]
     first = run_cli(*common, "--steps", "4", "--stop-after", "2")
     assert first.returncode == 0 and "stopped at step 2 of 4; continue with --resume" in first.stdout
-    proc = run_cli(*common, "--steps", "4", "--resume", "--set", "source.sigma=2.5e-3")
+    proc = run_main(*common, "--steps", "4", "--resume", "--set", "source.sigma=2.5e-3")
     assert proc.returncode == 2
     assert "source.sigma" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     # a --stop-after the checkpoint has passed: one line, not a silent exit
-    proc = run_cli(*common, "--steps", "4", "--resume", "--stop-after", "1")
+    proc = run_main(*common, "--steps", "4", "--resume", "--stop-after", "1")
     assert proc.returncode == 2 and "at or before the checkpoint's step 2" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     # a --stop-after beyond the last step would never stop: refused before anything is written
     fresh = tmp_path / "fresh"
-    proc = run_cli("run", PROBLEM, "--preset", "ci", "--quiet", "--out", str(fresh), "--steps", "5", "--stop-after",
-                   "100")
+    proc = run_main("run", PROBLEM, "--preset", "ci", "--quiet", "--out", str(fresh), "--steps", "5", "--stop-after",
+                    "100")
     assert proc.returncode == 2 and "--stop-after 100 lies beyond the run's last step (5" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not fresh.exists()
 
@@ -173,8 +173,8 @@ def test_example_script_takes_the_cli_options(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "maxwell_point_source_2d.py"
     out = tmp_path / "ex"
     proc = subprocess.run([sys.executable, str(script), "--preset", "ci", "--steps", "3", "--out", str(out),
-                           "--quiet", "--set", "sampling.interior=200"], capture_output=True, text=True,
-                          timeout=600, check=False)
+                           "--quiet", "--set", "sampling.interior=200", *NO_PNG, *SMALL_GRID], capture_output=True,
+                          text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     m = json.loads((out / "metrics.json").read_text())
     assert m["steps"] == 3 and m["preset"] == "ci"

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import run_cli, run_main
 
 import elecsolver as es
 from elecsolver.operators import evaluate
@@ -171,7 +171,7 @@ def test_a_problem_file_outside_the_repository_runs_from_the_cli(tmp_path):
 def test_a_bad_residual_is_one_line_exit_2_nothing_written(tmp_path, kwargs, message):
     path = _user_file(tmp_path, **kwargs)
     out = tmp_path / "o"
-    proc = run_cli("run", str(path), "--out", str(out), "--quiet", cwd=tmp_path)
+    proc = run_main("run", str(path), "--out", str(out), "--quiet", cwd=tmp_path)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
     assert not out.exists()
