@@ -42,7 +42,9 @@ enters the loss as |r|^2 = (Re r)^2 + (Im r)^2, and the output FieldSet holds co
 from __future__ import annotations
 
 import copy
+import inspect
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -134,10 +136,6 @@ class Problem:
     bounds : dict
         Preset -> {window: {field: relative L2 bound}}: the errors a preset is held to (the registry test
         runs the ``ci`` preset of every registered problem against its bounds).
-    meanings : dict
-        Dotted key -> what the problem's own configuration key means, with its unit where it has one (the
-        configuration reference prints it; loss weights, per-term point counts, output counts and family ranges
-        are described there without it).
 
     Parameters
     ----------
@@ -157,7 +155,6 @@ class Problem:
     presets: ClassVar[dict[str, dict]] = {"quick": {}}
     default_preset: ClassVar[str] = "quick"
     bounds: ClassVar[dict[str, dict[str, dict[str, float]]]] = {}
-    meanings: ClassVar[dict[str, str]] = {}
 
     # declarations (set in setup)
     domain: Domain
@@ -198,6 +195,26 @@ class Problem:
     @classmethod
     def _base_config(cls) -> dict:
         return _merge_new(BASE_CONFIG, cls.defaults)
+
+    @classmethod
+    def key_meanings(cls) -> dict[str, str]:
+        """{dotted key: meaning} from the "Configuration keys" sections of the class docstrings (a subclass's
+        entries over its bases'); the configuration reference prints them.  A section reads::
+
+            Configuration keys
+            ------------------
+            source.x0 : source centre x
+            window.t : [0, t_end] of the time window, continued on
+                lines indented deeper
+        """
+        out: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            doc = inspect.cleandoc(klass.__dict__.get("__doc__") or "")
+            section = re.search(r"^Configuration keys\n-+\n(.*?)(?=\n\S[^\n]*\n-+\n|\Z)", doc, re.M | re.S)
+            for key, text in re.findall(r"^(\S+) : (.*?)(?=\n\S|\Z)", section.group(1) if section else "",
+                                        re.M | re.S):
+                out[key] = " ".join(text.split())
+        return out
 
     @classmethod
     def default_config(cls) -> dict:

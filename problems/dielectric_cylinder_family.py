@@ -95,7 +95,17 @@ class _Kink(torch.nn.Module):
 
 
 class DielectricCylinderFamily(es.Problem):
-    """A plane wave on a dielectric cylinder with (eps_r, a) as network inputs; see the module docstring."""
+    """A plane wave on a dielectric cylinder with (eps_r, a) as network inputs; see the module docstring.
+
+    Configuration keys
+    ------------------
+    scattering.wavenumber : free-space wavenumber k0 of the incident plane wave
+    scattering.half_width : half width W of the window [-W, W]^2 inside the PML
+    scattering.amplitude : amplitude A of the incident Ez = A exp(i k0 x) (V/m)
+    cylinder.eps_r : relative permittivity of the cylinder (the configuration a query starts from)
+    cylinder.radius : cylinder radius a (the configuration a query starts from)
+    network.kink : the level-set input feature that carries the jump of the second normal derivative on r = a
+    """
 
     name = "dielectric-cylinder-family"
     defaults = {
@@ -108,14 +118,6 @@ class DielectricCylinderFamily(es.Problem):
                     "output_gain": 1.0, "kink": True},
         "sampling": {"interior": 3000, "cylinder": 1500, "pml_end": 600},
         "training": {"steps": 12000, "lr": 2e-3, "lr_final": 5e-5, "log_every": 1000, "checkpoint_every": 2000},
-    }
-    meanings = {
-        "scattering.wavenumber": "free-space wavenumber k0 of the incident plane wave",
-        "scattering.half_width": "half width W of the window [-W, W]^2 inside the PML",
-        "scattering.amplitude": "amplitude A of the incident Ez = A exp(i k0 x) (V/m)",
-        "cylinder.eps_r": "relative permittivity of the cylinder (the configuration a query starts from)",
-        "cylinder.radius": "cylinder radius a (the configuration a query starts from)",
-        "network.kink": "the level-set input feature that carries the jump of the second normal derivative on r = a",
     }
     presets = {
         # the single configuration by random features (training.optimizer = "least_squares": one hidden layer kept

@@ -33,7 +33,17 @@ __all__ = ["DielectricInterface1D"]
 
 
 class DielectricInterface1D(es.Problem):
-    """A Gaussian pulse reflected and transmitted at a vacuum-dielectric interface; see the module docstring."""
+    """A Gaussian pulse reflected and transmitted at a vacuum-dielectric interface; see the module docstring.
+
+    Configuration keys
+    ------------------
+    medium.eps_r : relative permittivity of the dielectric in x > 0
+    pulse.amplitude : peak Ey of the incident pulse (V/m)
+    pulse.width : width w of the pulse exp(-(s/w)^2)
+    pulse.start : centre x0 of the incident pulse at t = 0
+    domain.half_width : half width D of the window [-D, D]
+    window.travel : distance the incident pulse travels over the time window
+    """
 
     name = "dielectric-interface-1d"
     defaults = {
@@ -46,14 +56,6 @@ class DielectricInterface1D(es.Problem):
                     "hard_initial": True},
         "sampling": {"interior": 2000, "ends": 200, "interface": 100},
         "training": {"steps": 6000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 500, "checkpoint_every": 2000},
-    }
-    meanings = {
-        "medium.eps_r": "relative permittivity of the dielectric in x > 0",
-        "pulse.amplitude": "peak Ey of the incident pulse (V/m)",
-        "pulse.width": "width w of the pulse exp(-(s/w)^2)",
-        "pulse.start": "centre x0 of the incident pulse at t = 0",
-        "domain.half_width": "half width D of the window [-D, D]",
-        "window.travel": "distance the incident pulse travels over the time window",
     }
     presets = {
         "ci": {"sampling": {"interior": 1500}, "training": {"steps": 1000, "lr_final": 1e-3}},

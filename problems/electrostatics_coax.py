@@ -28,7 +28,14 @@ __all__ = ["ElectrostaticsCoax"]
 
 
 class ElectrostaticsCoax(es.Problem):
-    """Potential V between the conductors of a coaxial line (Laplace, Dirichlet); see the module docstring."""
+    """Potential V between the conductors of a coaxial line (Laplace, Dirichlet); see the module docstring.
+
+    Configuration keys
+    ------------------
+    coax.a : radius of the inner conductor
+    coax.b : inner radius of the outer conductor
+    coax.V0 : potential of the inner conductor (the outer one is grounded)
+    """
 
     name = "electrostatics-coax"
     defaults = {
@@ -37,11 +44,6 @@ class ElectrostaticsCoax(es.Problem):
         "network": {"width": 32, "depth": 3, "activation": "tanh", "output_gain": 1.0},
         "sampling": {"interior": 1000, "inner": 200, "outer": 400},
         "training": {"steps": 3000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "coax.a": "radius of the inner conductor",
-        "coax.b": "inner radius of the outer conductor",
-        "coax.V0": "potential of the inner conductor (the outer one is grounded)",
     }
     presets = {
         "ci": {"training": {"steps": 1000}},  # 8-12 s of training on one (shared) CPU core

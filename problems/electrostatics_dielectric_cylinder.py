@@ -27,7 +27,15 @@ __all__ = ["ElectrostaticsDielectricCylinder"]
 
 
 class ElectrostaticsDielectricCylinder(es.Problem):
-    """Potential of a dielectric rod in a uniform field (a permittivity jump at r = a); see the module docstring."""
+    """Potential of a dielectric rod in a uniform field (a permittivity jump at r = a); see the module docstring.
+
+    Configuration keys
+    ------------------
+    cylinder.radius : cylinder radius a
+    cylinder.eps_r : relative permittivity of the cylinder
+    cylinder.half_width : half width W of the window [-W, W]^2
+    cylinder.E0 : applied uniform field along x
+    """
 
     name = "electrostatics-dielectric-cylinder"
     defaults = {
@@ -36,12 +44,6 @@ class ElectrostaticsDielectricCylinder(es.Problem):
         "network": {"width": 32, "depth": 3, "activation": "tanh", "output_gain": 1.0},
         "sampling": {"interior": 1500, "interface": 300, "window": 400},
         "training": {"steps": 3000, "lr": 1e-2, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "cylinder.radius": "cylinder radius a",
-        "cylinder.eps_r": "relative permittivity of the cylinder",
-        "cylinder.half_width": "half width W of the window [-W, W]^2",
-        "cylinder.E0": "applied uniform field along x",
     }
     presets = {
         "ci": {"sampling": {"interior": 1000}, "training": {"steps": 1500}},

@@ -35,7 +35,17 @@ __all__ = ["HelmholtzSquare"]
 
 
 class HelmholtzSquare(es.Problem):
-    """2D Dirichlet Helmholtz problem on a square (DeepXDE's demo); see the module docstring."""
+    """2D Dirichlet Helmholtz problem on a square (DeepXDE's demo); see the module docstring.
+
+    Configuration keys
+    ------------------
+    physics.wavenumber : wavenumber k0 (rad/m); k0 times the side must be a multiple of pi
+    physics.side : side a of the square [0, a]^2 (m)
+    network.hard_constraint : Ez = 0 on the edges imposed by the head (false: a boundary loss term of weight 100)
+    network.normalise_hard : divide the hard-constraint factor by the squared side (false: x (a - x) y (a - y) as
+        DeepXDE writes it)
+    sampling.points_per_wavelength : collocation points per wavelength along each side (DeepXDE's 10)
+    """
 
     name = "helmholtz-square"
     defaults = {
@@ -45,15 +55,6 @@ class HelmholtzSquare(es.Problem):
                     "input_scaling": False, "hard_constraint": True, "normalise_hard": False},
         "sampling": {"points_per_wavelength": 10, "resample_every": 1_000_000_000, "pde_on_boundary": True},
         "training": {"steps": 5000, "lr": 1e-3, "lr_final": 1e-3, "log_every": 500, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "physics.wavenumber": "wavenumber k0 (rad/m); k0 times the side must be a multiple of pi",
-        "physics.side": "side a of the square [0, a]^2 (m)",
-        "network.hard_constraint": "Ez = 0 on the edges imposed by the head (false: a boundary loss term of weight"
-            " 100)",
-        "network.normalise_hard": "divide the hard-constraint factor by the squared side (false: x (a - x) y (a - y)"
-            " as DeepXDE writes it)",
-        "sampling.points_per_wavelength": "collocation points per wavelength along each side (DeepXDE's 10)",
     }
     presets = {
         # hard-constraint variant, 2000 steps at a constant learning rate of 3e-3 (DeepXDE's 1e-3 reaches

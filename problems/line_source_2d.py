@@ -34,7 +34,19 @@ __all__ = ["LineSource2D"]
 
 
 class LineSource2D(es.Problem):
-    """Ez of a Gaussian-smoothed electric line current in free space, PML-truncated; see the module docstring."""
+    """Ez of a Gaussian-smoothed electric line current in free space, PML-truncated; see the module docstring.
+
+    Configuration keys
+    ------------------
+    source.frequency : frequency f (k = 2 pi f / c0)
+    source.current : line current I (A)
+    source.sigma : width of the Gaussian that smooths the line current
+    source.x0 : source centre x
+    source.y0 : source centre y
+    source.near_field : the head that carries the source's quasi-static near field within 1/k
+    window.half_width : half width W of the window [-W, W]^2 inside the PML
+    sampling.near_source : extra points per round in the disc of radius 1/k around the source
+    """
 
     name = "line-source-2d"
     defaults = {
@@ -46,16 +58,6 @@ class LineSource2D(es.Problem):
                     "output_gain": 1.0},
         "sampling": {"interior": 3000, "near_source": 300, "pml_end": 800},
         "training": {"steps": 10000, "lr": 2e-3, "lr_final": 5e-5, "log_every": 1000, "checkpoint_every": 2000},
-    }
-    meanings = {
-        "source.frequency": "frequency f (k = 2 pi f / c0)",
-        "source.current": "line current I (A)",
-        "source.sigma": "width of the Gaussian that smooths the line current",
-        "source.x0": "source centre x",
-        "source.y0": "source centre y",
-        "source.near_field": "the head that carries the source's quasi-static near field within 1/k",
-        "window.half_width": "half width W of the window [-W, W]^2 inside the PML",
-        "sampling.near_source": "extra points per round in the disc of radius 1/k around the source",
     }
     presets = {
         # one wavelength across a 2 m window (f = c0 / 2, lambda = 2 m)

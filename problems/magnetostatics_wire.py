@@ -32,7 +32,14 @@ __all__ = ["MagnetostaticsWire"]
 
 
 class MagnetostaticsWire(es.Problem):
-    """A_z of a round wire with uniform current on a disk, A_z = 0 on its edge; see the module docstring."""
+    """A_z of a round wire with uniform current on a disk, A_z = 0 on its edge; see the module docstring.
+
+    Configuration keys
+    ------------------
+    wire.a : wire radius a
+    wire.R : radius R of the disk, where A_z = 0
+    wire.I : current in the wire (A)
+    """
 
     name = "magnetostatics-wire"
     defaults = {
@@ -41,11 +48,6 @@ class MagnetostaticsWire(es.Problem):
         "network": {"width": 32, "depth": 3, "activation": "tanh", "output_gain": 1.0},
         "sampling": {"interior": 6000, "boundary": 400},
         "training": {"steps": 3000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "wire.a": "wire radius a",
-        "wire.R": "radius R of the disk, where A_z = 0",
-        "wire.I": "current in the wire (A)",
     }
     presets = {
         "ci": {"sampling": {"interior": 3000}, "training": {"steps": 1000}},  # 15-18 s on one CPU core

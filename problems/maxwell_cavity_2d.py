@@ -42,7 +42,18 @@ def _mode_index(key: str, value) -> int:
 
 
 class MaxwellCavity2D(es.Problem):
-    """TE_mn (Ex, Ey, Hz) or TM_mn (Ez, Hx, Hy) mode of a PEC rectangle; see the module docstring."""
+    """TE_mn (Ex, Ey, Hz) or TM_mn (Ez, Hx, Hy) mode of a PEC rectangle; see the module docstring.
+
+    Configuration keys
+    ------------------
+    cavity.a : side a along x
+    cavity.b : side b along y
+    mode.polarisation : TE (Ex, Ey, Hz) or TM (Ez, Hx, Hy)
+    mode.m : mode index m along x
+    mode.n : mode index n along y
+    mode.amplitude : amplitude A (V/m)
+    window.periods : periods 2 pi / omega of the time window
+    """
 
     name = "maxwell-cavity-2d"
     defaults = {
@@ -53,15 +64,6 @@ class MaxwellCavity2D(es.Problem):
         "network": {"width": 64, "depth": 3, "activation": "sin", "output_gain": 1.0, "hard_initial": True},
         "sampling": {"interior": 2000, "boundary": 400},
         "training": {"steps": 4000, "lr": 3e-3, "lr_final": 1e-4, "log_every": 250, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "cavity.a": "side a along x",
-        "cavity.b": "side b along y",
-        "mode.polarisation": "TE (Ex, Ey, Hz) or TM (Ez, Hx, Hy)",
-        "mode.m": "mode index m along x",
-        "mode.n": "mode index n along y",
-        "mode.amplitude": "amplitude A (V/m)",
-        "window.periods": "periods 2 pi / omega of the time window",
     }
     presets = {
         "ci": {"training": {"steps": 1200}},  # 32-40 s of training on one (shared) CPU core

@@ -35,7 +35,20 @@ __all__ = ["MaxwellCavity3D"]
 
 
 class MaxwellCavity3D(es.Problem):
-    """TE_mnp or TM_mnp mode of a PEC box in the 3D curl form (Ex ... Hz); see the module docstring."""
+    """TE_mnp or TM_mnp mode of a PEC box in the 3D curl form (Ex ... Hz); see the module docstring.
+
+    Configuration keys
+    ------------------
+    cavity.a : side a along x
+    cavity.b : side b along y
+    cavity.d : side d along z
+    mode.polarisation : TE (Ez = 0) or TM (Hz = 0), with respect to z
+    mode.m : mode index m along x
+    mode.n : mode index n along y
+    mode.p : mode index p along z
+    mode.amplitude : amplitude A (V/m)
+    window.periods : periods 2 pi / omega of the time window
+    """
 
     name = "maxwell-cavity-3d"
     defaults = {
@@ -46,17 +59,6 @@ class MaxwellCavity3D(es.Problem):
         "network": {"width": 64, "depth": 3, "activation": "sin", "output_gain": 1.0, "hard_initial": True},
         "sampling": {"interior": 2000, "boundary": 1000},
         "training": {"steps": 12000, "lr": 3e-3, "lr_final": 1e-5, "log_every": 250, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "cavity.a": "side a along x",
-        "cavity.b": "side b along y",
-        "cavity.d": "side d along z",
-        "mode.polarisation": "TE (Ez = 0) or TM (Hz = 0), with respect to z",
-        "mode.m": "mode index m along x",
-        "mode.n": "mode index n along y",
-        "mode.p": "mode index p along z",
-        "mode.amplitude": "amplitude A (V/m)",
-        "window.periods": "periods 2 pi / omega of the time window",
     }
     presets = {
         "ci": {"sampling": {"interior": 1000, "boundary": 600},  # 60-66 s on 2 cores

@@ -31,7 +31,18 @@ __all__ = ["MaxwellPlaneWave2D"]
 
 
 class MaxwellPlaneWave2D(es.Problem):
-    """A Gaussian plane-wave pulse in free space at an angle, TM (Ez, Hx, Hy) or TE (Ex, Ey, Hz); see the module."""
+    """A Gaussian plane-wave pulse in free space at an angle, TM (Ez, Hx, Hy) or TE (Ex, Ey, Hz); see the module.
+
+    Configuration keys
+    ------------------
+    domain.half_width : half width h of the square [-h, h]^2
+    pulse.polarisation : TM (Ez, Hx, Hy) or TE (Ex, Ey, Hz)
+    pulse.angle : direction of travel, from the x axis
+    pulse.width : width w of the pulse exp(-(s/w)^2)
+    pulse.start : distance s0 of the pulse's centre from the origin along its direction at t = 0
+    pulse.amplitude : peak of Ez (TM) or eta0 Hz (TE) (V/m)
+    window.travel : distance the pulse's centre travels over the time window
+    """
 
     name = "maxwell-plane-wave-2d"
     defaults = {
@@ -42,15 +53,6 @@ class MaxwellPlaneWave2D(es.Problem):
         "network": {"width": 64, "depth": 3, "activation": "sin", "output_gain": 1.0, "hard_initial": True},
         "sampling": {"interior": 5000, "boundary": 600},
         "training": {"steps": 8000, "lr": 3e-3, "lr_final": 1e-5, "log_every": 250, "checkpoint_every": 1000},
-    }
-    meanings = {
-        "domain.half_width": "half width h of the square [-h, h]^2",
-        "pulse.polarisation": "TM (Ez, Hx, Hy) or TE (Ex, Ey, Hz)",
-        "pulse.angle": "direction of travel, from the x axis",
-        "pulse.width": "width w of the pulse exp(-(s/w)^2)",
-        "pulse.start": "distance s0 of the pulse's centre from the origin along its direction at t = 0",
-        "pulse.amplitude": "peak of Ez (TM) or eta0 Hz (TE) (V/m)",
-        "window.travel": "distance the pulse's centre travels over the time window",
     }
     presets = {
         "ci": {"sampling": {"interior": 1500, "boundary": 300},  # 47 s on 2 cores

@@ -81,7 +81,25 @@ def near_field_scale(amplitude: float, sigma: float) -> float:
 
 
 class MaxwellPointSource2D(es.Problem):
-    """2D TEz Gaussian point source in vacuum; see the module docstring for equations and scales."""
+    """2D TEz Gaussian point source in vacuum; see the module docstring for equations and scales.
+
+    Configuration keys
+    ------------------
+    source.amplitude : source strength A of J = A g(t) s(x, y) (V; s in 1/m^2)
+    source.frequency : centre frequency f of the Gaussian pulse g(t)
+    source.sigma : width of the Gaussian profile s(x, y)
+    source.x0 : source centre x
+    source.y0 : source centre y
+    window.x : [lower, upper] of the scored window along x
+    window.y : [lower, upper] of the scored window along y
+    window.t : [0, t_end] of the time window
+    absorbing.padding : padding of the window before the Silver-Mueller wall (the least, with per_side)
+    absorbing.per_side : each side's padding chosen from the source, so that no early reflection reaches the window
+    network.near_field : the head that carries the source's quasi-static near field in E
+    network.near_field_radius : radius R of the near-field head's cut-off (m)
+    network.near_field_hz : the head also carries the Hz that Ampere's law pairs with that near field
+    sampling.source_radius : radius of the disc of dense points around the source, in units of source.sigma
+    """
 
     name = "maxwell-point-source-2d"
     defaults = {
@@ -100,23 +118,6 @@ class MaxwellPointSource2D(es.Problem):
         # loss-term weights from gradient norms every 500 steps (the lever the ablation found to pay most)
         "training": {"steps": 20000, "lr": 6e-3, "lr_final": 1e-4, "log_every": 2000, "checkpoint_every": 2000,
                      "balance": {"every": 500, "alpha": 0.9}, "slabs": 1},
-    }
-    meanings = {
-        "source.amplitude": "source strength A of J = A g(t) s(x, y) (V; s in 1/m^2)",
-        "source.frequency": "centre frequency f of the Gaussian pulse g(t)",
-        "source.sigma": "width of the Gaussian profile s(x, y)",
-        "source.x0": "source centre x",
-        "source.y0": "source centre y",
-        "window.x": "[lower, upper] of the scored window along x",
-        "window.y": "[lower, upper] of the scored window along y",
-        "window.t": "[0, t_end] of the time window",
-        "absorbing.padding": "padding of the window before the Silver-Mueller wall (the least, with per_side)",
-        "absorbing.per_side": "each side's padding chosen from the source, so that no early reflection reaches the"
-            " window",
-        "network.near_field": "the head that carries the source's quasi-static near field in E",
-        "network.near_field_radius": "radius R of the near-field head's cut-off (m)",
-        "network.near_field_hz": "the head also carries the Hz that Ampere's law pairs with that near field",
-        "sampling.source_radius": "radius of the disc of dense points around the source, in units of source.sigma",
     }
     presets = {
         # under a minute on 2 CPU cores: half the points, 3300 steps, no reflection before t = 2.4 ns

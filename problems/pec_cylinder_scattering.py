@@ -32,7 +32,18 @@ __all__ = ["PECCylinderScattering"]
 
 
 class PECCylinderScattering(es.Problem):
-    """A plane wave exp(i k x) scattered by a PEC cylinder (TM or TE), PML-truncated; see the module docstring."""
+    """A plane wave exp(i k x) scattered by a PEC cylinder (TM or TE), PML-truncated; see the module docstring.
+
+    Configuration keys
+    ------------------
+    scattering.polarisation : TM (the scattered Ez) or TE (the scattered Hz)
+    scattering.wavenumber : free-space wavenumber k of the incident plane wave
+    scattering.radius : cylinder radius a
+    scattering.half_width : half width W of the window [-W, W]^2 inside the PML
+    scattering.amplitude : amplitude A of the incident wave (V/m for TM, A/m for TE)
+    truncation : pml (a PML closed by u_s = 0) or absorbing (a first-order absorbing condition on the window's edge)
+    sampling.absorbing : points per round on the window's edge with truncation = absorbing
+    """
 
     name = "pec-cylinder-scattering"
     defaults = {
@@ -45,16 +56,6 @@ class PECCylinderScattering(es.Problem):
                     "output_gain": 1.0},
         "sampling": {"interior": 3000, "cylinder": 400, "pml_end": 800, "absorbing": 800},
         "training": {"steps": 22000, "lr": 2e-3, "lr_final": 5e-5, "log_every": 1000, "checkpoint_every": 2000},
-    }
-    meanings = {
-        "scattering.polarisation": "TM (the scattered Ez) or TE (the scattered Hz)",
-        "scattering.wavenumber": "free-space wavenumber k of the incident plane wave",
-        "scattering.radius": "cylinder radius a",
-        "scattering.half_width": "half width W of the window [-W, W]^2 inside the PML",
-        "scattering.amplitude": "amplitude A of the incident wave (V/m for TM, A/m for TE)",
-        "truncation": "pml (a PML closed by u_s = 0) or absorbing (a first-order absorbing condition on the window's"
-            " edge)",
-        "sampling.absorbing": "points per round on the window's edge with truncation = absorbing",
     }
     presets = {
         # one wavelength across a 2 m window (k = pi rad/m): the smallest case that still scatters and radiates

@@ -36,7 +36,17 @@ __all__ = ["WaveguideTE10"]
 
 class WaveguideTE10(es.Problem):
     """TE10 mode of a rectangular waveguide (x across, y along the guide), matched at its end; see the module
-    docstring."""
+    docstring.
+
+    Configuration keys
+    ------------------
+    guide.a : width a of the guide between the PEC side walls
+    guide.frequency : frequency f (cutoff c0 / (2 a))
+    guide.length : length L of the guide (0: two guide wavelengths)
+    guide.amplitude : amplitude E0 of the port's Ey (V/m)
+    termination : absorbing (the TE10 modal condition at z = L) or pml (a PML beyond L closed by Ey = 0)
+    output.nz : output grid sites along the guide's axis
+    """
 
     name = "waveguide-te10"
     defaults = {
@@ -48,14 +58,6 @@ class WaveguideTE10(es.Problem):
                     "output_gain": 1.0},
         "sampling": {"interior": 2000, "walls": 400, "port": 200, "end": 200},
         "training": {"steps": 30000, "lr": 2e-3, "lr_final": 5e-5, "log_every": 2000, "checkpoint_every": 5000},
-    }
-    meanings = {
-        "guide.a": "width a of the guide between the PEC side walls",
-        "guide.frequency": "frequency f (cutoff c0 / (2 a))",
-        "guide.length": "length L of the guide (0: two guide wavelengths)",
-        "guide.amplitude": "amplitude E0 of the port's Ey (V/m)",
-        "termination": "absorbing (the TE10 modal condition at z = L) or pml (a PML beyond L closed by Ey = 0)",
-        "output.nz": "output grid sites along the guide's axis",
     }
     presets = {
         # the evanescent case (5 GHz, below the 6.56 GHz cutoff): a propagating TE10 needs ~30000 steps (see README)

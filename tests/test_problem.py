@@ -230,3 +230,32 @@ def test_output_sites_outside_the_domain_are_masked_and_left_out_of_the_metrics(
     assert p.metrics(wrong_in_hole, ref)["full"]["phi"] == 0.0
     data = es.read(es.write(ref, tmp_path / "a.h5")[0])
     assert np.array_equal(data["fieldset"].mask, mask)
+
+
+def test_key_meanings_read_the_docstring_sections_a_subclass_over_its_bases():
+    class Base(es.Problem):
+        """A base.
+
+        Configuration keys
+        ------------------
+        source.x0 : source centre x
+        window.t : [0, t_end] of the time window,
+            continued on a deeper line
+
+        Notes
+        -----
+        not a key : ignored
+        """
+
+    class Child(Base):
+        """A child.
+
+        Configuration keys
+        ------------------
+        source.x0 : the centre's x, in m
+        """
+
+    assert Base.key_meanings() == {"source.x0": "source centre x",
+                                   "window.t": "[0, t_end] of the time window, continued on a deeper line"}
+    assert Child.key_meanings() == {"source.x0": "the centre's x, in m",
+                                    "window.t": "[0, t_end] of the time window, continued on a deeper line"}

@@ -254,9 +254,9 @@ def configuration_page() -> str:
                     extra[key] = (value, preset)
         terms = frozenset(c.name for c in cls(config).constraints())
         lines += [f"### {name}", "", f"[Gallery entry](problems.md#{name}).", "",
-                  *_key_table(own, terms=terms, meanings=cls.meanings),
-                  *(_row(key, value, terms=terms, meanings=cls.meanings) for key, value in changed.items()),
-                  *(_row(key, value, f"preset `{preset}` only", terms, cls.meanings)
+                  *_key_table(own, terms=terms, meanings=cls.key_meanings()),
+                  *(_row(key, value, terms=terms, meanings=cls.key_meanings()) for key, value in changed.items()),
+                  *(_row(key, value, f"preset `{preset}` only", terms, cls.key_meanings())
                     for key, (value, preset) in extra.items()),
                   ""]
     return "\n".join(lines).rstrip() + "\n"
