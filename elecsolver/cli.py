@@ -16,9 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["UsageError", "config_toml", "load_problem_class", "main", "parallel_defaults", "run", "run_problem", "script_main", "train"]
-
+from .export import writes_png
 from .locate import UsageError, load_problem_class
+
+__all__ = ["UsageError", "config_toml", "load_problem_class", "main", "parallel_defaults", "run", "run_problem", "script_main", "train"]
 
 log = logging.getLogger("elecsolver")
 
@@ -466,7 +467,7 @@ def run(args, cls=None) -> dict | None:
     metrics = train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
                     stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
     if metrics is not None:  # the writer rank of a finished run; said with --quiet too
-        png = ", PNG snapshots" if problem.config.get("output", {}).get("png", True) else ""
+        png = ", PNG snapshots" if writes_png(problem.config) else ""
         print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt"
               f"{png}", flush=True)
     return metrics

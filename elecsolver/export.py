@@ -11,9 +11,14 @@ from ._version import __version__
 from .fields import write
 from .io.atomic import write_json
 
-__all__ = ["export_run"]
+__all__ = ["export_run", "writes_png"]
 
 log = logging.getLogger(__name__)
+
+
+def writes_png(config: dict) -> bool:
+    """Whether a run of ``config`` writes PNG snapshots: its ``output.png`` (default true)."""
+    return bool((config.get("output") or {}).get("png", True))
 
 
 def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | None) -> dict:
@@ -62,7 +67,7 @@ def export_run(trainer, reference, out_dir: str | os.PathLike, preset: str | Non
         attrs["time_convention"] = problem.time_convention
         metrics["time_convention"] = problem.time_convention
     write(fields, out / "fields.h5", reference=reference, attrs=attrs)
-    if problem.config.get("output", {}).get("png", True):
+    if writes_png(problem.config):
         write(fields, out, reference=reference, format="png")
     write_json(out / "metrics.json", metrics)
     log.info("wrote %s", ", ".join(str(out / n) for n in ("fields.h5", "fields.xdmf", "metrics.json")))

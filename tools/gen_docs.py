@@ -252,11 +252,11 @@ def configuration_page() -> str:
             for key, value in _keys(cls.preset_config(preset)):
                 if key not in known and key not in extra:
                     extra[key] = (value, preset)
-        terms = frozenset(c.name for c in cls(config).constraints())
+        terms, meanings = frozenset(c.name for c in cls(config).constraints()), cls.key_meanings()
         lines += [f"### {name}", "", f"[Gallery entry](problems.md#{name}).", "",
-                  *_key_table(own, terms=terms, meanings=cls.key_meanings()),
-                  *(_row(key, value, terms=terms, meanings=cls.key_meanings()) for key, value in changed.items()),
-                  *(_row(key, value, f"preset `{preset}` only", terms, cls.key_meanings())
+                  *_key_table(own, terms=terms, meanings=meanings),
+                  *(_row(key, value, terms=terms, meanings=meanings) for key, value in changed.items()),
+                  *(_row(key, value, f"preset `{preset}` only", terms, meanings)
                     for key, (value, preset) in extra.items()),
                   ""]
     return "\n".join(lines).rstrip() + "\n"
