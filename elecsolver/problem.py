@@ -233,7 +233,15 @@ class Problem:
         preset = preset or cls.default_preset
         if preset not in cls.presets:
             raise ConfigError(f"unknown preset {preset!r} for {cls.name}; choose one of {sorted(cls.presets)}")
+        if cls.presets[preset] is SMOKE:
+            base = cls.preset_config("ci" if "ci" in cls.presets else None)
+            return merge(base, smoke_changes(base))
         return cls._with_loss(merge(cls._base_config(), cls.presets[preset]))
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "smoke" not in cls.presets:  # every problem has one, derived from its ci preset (or its default)
+            cls.presets = {**cls.presets, "smoke": SMOKE}
 
     @classmethod
     def _with_loss(cls, config: dict) -> dict:
@@ -1025,6 +1033,8 @@ def _lookup(config: Mapping, key: str):
 
 
 MAX_OUTPUT_SITES_PER_AXIS = 100_000
+SMOKE_STEPS, SMOKE_POINTS, SMOKE_SITES, SMOKE_FRAMES, SMOKE_WIDTH = 3, 64, 11, 3, 64
+SMOKE: dict = {}  # the marker of the derived ``smoke`` preset in ``Problem.presets`` (see :func:`smoke_changes`)
 MAX_LOSS_WEIGHT = 1e10
 MAX_SCALES = 1e4  # length (time) scales a domain (time window) may span along one axis
 GENERIC_SECTIONS = ("training", "network", "sampling", "output", "loss")
@@ -1043,6 +1053,39 @@ def _check_output_counts(config: dict) -> None:
         if isinstance(v, int) and not isinstance(v, bool) and v > MAX_OUTPUT_SITES_PER_AXIS:
             raise ConfigError(f"output.{k} = {v} is beyond {MAX_OUTPUT_SITES_PER_AXIS} sites along one axis; "
                               "give fewer")
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def smoke_changes(ci: dict) -> dict:
+    """The ``smoke`` preset of a problem, as changes to its resolved ``ci`` configuration ``ci`` (a problem without
+    a ``ci`` preset: its default preset's): a few steps on
+    tiny clouds, which run every stage (the sampling of every loss term, the optimizer, a progress log, a
+    loss-term balance where ``ci`` balances, the reference, the export) in seconds.  Its errors mean nothing;
+    it is for trying a set-up, and it is what the test suite runs of each problem.
+
+    - ``training.steps``: ``ci``'s, at most :data:`SMOKE_STEPS` (3); a log every step, one checkpoint at the
+      end; ``training.balance.every`` = 2 where ``ci`` balances the terms;
+    - every point count of ``sampling`` (``interior``, ``boundary``, ``initial`` and the per-term keys) at most
+      :data:`SMOKE_POINTS` (64);
+    - every count of ``output`` at most :data:`SMOKE_SITES` (11; ``early_frames`` at most 3), and
+      ``output.png`` = false;
+    - ``network.width`` at most :data:`SMOKE_WIDTH` (64: a least-squares step's solve grows as the cube of it).
+    """
+    training, sampling, output = ci["training"], ci["sampling"], ci["output"]
+    steps = min(int(training["steps"]), SMOKE_STEPS)
+    options = set(BASE_CONFIG["sampling"]) - {"interior", "boundary", "initial"}  # keys that count no points
+    changes: dict = {
+        "training": {"steps": steps, "log_every": 1, "checkpoint_every": steps},
+        "sampling": {k: min(v, SMOKE_POINTS) for k, v in sampling.items() if k not in options and _is_count(v)},
+        "output": {**{k: min(v, SMOKE_FRAMES if k == "early_frames" else SMOKE_SITES) for k, v in output.items()
+                      if _is_count(v)}, "png": False},
+        "network": {"width": min(int(ci["network"]["width"]), SMOKE_WIDTH)}}
+    if training.get("balance", {}).get("every"):
+        changes["training"]["balance"] = {"every": 2}
+    return changes
 
 
 def _count_rows(sites, times) -> int:
