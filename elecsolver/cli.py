@@ -331,12 +331,11 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
     comm, info, dev = init_data_parallel(device, timeout_s=options.timeout_s)
     _setup_logging(info.rank, quiet)
     try:
-        reference = problem.reference() if info.rank == 0 else None
         try:
             model, context = apply_parallelism(problem, comm, dev, options)
         except ValueError as exc:  # a layout the network does not fit (widths, stages): the same on every rank
             raise ConfigError(str(exc)) from None
-        trainer = Trainer(problem, model, context, device=str(dev), out_dir=out, reference=reference,
+        trainer = Trainer(problem, model, context, device=str(dev), out_dir=out,
                           progress=not quiet)  # checks every residual: nothing is written before this
         stale = []
         if context.is_writer:
@@ -360,6 +359,10 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
             if stop_after is not None and stop_after <= trainer.step:  # the same on every rank
                 raise ConfigError(f"--stop-after {stop_after} is at or before the checkpoint's step {trainer.step}: "
                                   "nothing to train; give a later step, or leave --stop-after out to finish the run")
+        # the reference (an FDTD run can take minutes) once nothing is left to refuse: a checkpoint or an --init-from
+        # network that does not fit is said at once
+        reference = problem.reference() if info.rank == 0 else None
+        trainer.reference = reference
         if options.profile:
             from .parallel.profiling import profile_steps
 
