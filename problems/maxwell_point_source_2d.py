@@ -174,6 +174,8 @@ class MaxwellPointSource2D(es.Problem):
         if pad < 0 or c["network"]["near_field_radius"] <= 0:
             raise es.ConfigError("absorbing.padding must be >= 0 m and network.near_field_radius > 0 m")
         span = max(win["x"][1] - win["x"][0], win["y"][1] - win["y"][0])
+        if not c["source"]["sigma"] < span:  # a source as wide as the window is no point source
+            raise es.ConfigError(f"source.sigma = {c['source']['sigma']:.4g} m must be below the window's {span:.4g} m")
         if pad > 10 * span:  # a wave crosses the window in about its span: more padding only thins the points
             raise es.ConfigError(f"absorbing.padding = {pad:.4g} m is more than 10 times the window ({span:.4g} m); "
                                  "give a padding of the order of the window or less")
@@ -201,7 +203,9 @@ class MaxwellPointSource2D(es.Problem):
         self.conditions = [es.SilverMueller(name="boundary"), es.Initial(weight=10.0)]
         self.regions = {"source": es.Disk(centre, self.source_disc_radius())}
         length = max(win["x"][1] - win["x"][0], win["y"][1] - win["y"][0])
-        e0 = near_field_scale(src["amplitude"], max(src["sigma"], SCALE_SIGMA_MIN))
+        if src["amplitude"] == 0:
+            raise es.ConfigError("source.amplitude = 0 gives no field; give a nonzero strength (V; its sign sets the phase)")
+        e0 = near_field_scale(abs(src["amplitude"]), max(src["sigma"], SCALE_SIGMA_MIN))
         self.scales = es.Scales(length=length, E0=e0)
         self.output = es.GridSites({"x": np.linspace(*win["x"], out["nx"]), "y": np.linspace(*win["y"], out["ny"])})
         self.times = np.linspace(*win["t"], out["nt"])

@@ -46,17 +46,17 @@ def test_bad_overrides(item, match):
         apply_overrides(MaxwellPointSource2D.preset_config("ci"), [item])
 
 
-@pytest.mark.parametrize("omega", ["0", "-5", "NaN"])
+@pytest.mark.parametrize("omega", ["0", "-5", "NaN", "1e300"])
 def test_a_bad_first_omega_is_one_clear_error(omega):
-    """network.first_omega scales the first layer's initial weights: zero, negative or NaN is refused
-    (zero trained nothing, a negative value crashed inside torch's initialiser)."""
+    """network.first_omega scales the first layer's initial weights: zero, negative, NaN or beyond 1e6 is refused
+    (zero trained nothing, a negative value crashed inside torch's initialiser, 1e300 overflowed float32 there)."""
     cfg = apply_overrides(MaxwellPointSource2D.preset_config("ci"), [f"network.first_omega={omega}"]) \
         if omega != "NaN" else {**MaxwellPointSource2D.preset_config("ci")}
     if omega == "NaN":
         cfg["network"] = {**cfg["network"], "first_omega": float("nan")}
     # NaN is caught by the check every configuration passes (a non-finite value, named with its key)
     message = r"network\.first_omega = NaN: not a finite number" if omega == "NaN" else \
-        "network.first_omega must be a finite number > 0"
+        r"network.first_omega must be a number in \(0, 1e\+06\]"
     with pytest.raises(ConfigError, match=message):
         MaxwellPointSource2D(cfg)
 

@@ -33,6 +33,8 @@ import torch
 
 __all__ = ["PML"]
 
+MAX_ORDER = 10  # a higher grading order only pushes the absorption into the layer's last cells
+
 
 def _positive(name: str, v) -> float:
     if not (isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
@@ -55,13 +57,13 @@ class PML:
     reflection : float
         Target round-trip reflection R at normal incidence, in (0, 1) (default 1e-4).
     order : int
-        Grading order m >= 1 (default 2: s_a and its first derivative are continuous at the inner face).
+        Grading order m, an integer in [1, 10] (default 2: s_a and its first derivative are continuous at the inner face).
 
     Raises
     ------
     ValueError
         For corners that do not form a box, or a non-positive thickness or wavenumber, R outside (0, 1),
-        or an order below 1.
+        or an order outside [1, 10].
 
     Attributes
     ----------
@@ -80,8 +82,8 @@ class PML:
         self.wavenumber = _positive("wavenumber", wavenumber)
         if not (isinstance(reflection, numbers.Real) and 0 < reflection < 1):
             raise ValueError(f"PML: reflection must be in (0, 1), e.g. 1e-4, got {reflection!r}")
-        if not (isinstance(order, int) and not isinstance(order, bool) and order >= 1):
-            raise ValueError(f"PML: order must be an integer >= 1, got {order!r}")
+        if not (isinstance(order, int) and not isinstance(order, bool) and 1 <= order <= MAX_ORDER):
+            raise ValueError(f"PML: order must be an integer in [1, {MAX_ORDER}] (2 to 4 are usual), got {order!r}")
         self.reflection, self.order = float(reflection), order
         self.alpha = (order + 1) * math.log(1.0 / reflection) / (2.0 * self.wavenumber * self.thickness)
 

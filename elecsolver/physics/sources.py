@@ -203,7 +203,8 @@ class GaussianProfile:
         if not 1 <= len(self.center) <= 3 or not all(is_parameter(c) or math.isfinite(c) for c in self.center):
             raise ValueError(f"the source centre needs 1-3 finite coordinates, got {center!r}")
         self.sigma = _positive("the source width sigma", sigma)
-        self.norm = 1.0 / (2 * math.pi * self.sigma**2) ** (len(self.center) / 2)
+        d = len(self.center)
+        self.norm = (2 * math.pi) ** (-d / 2) * self.sigma ** (-d)  # 1 / (2 pi sigma^2)^(d/2), never overflowing
 
     @property
     def dim(self) -> int:

@@ -21,6 +21,7 @@ __all__ = ["BASE_CONFIG", "SHARD_MODES", "NetworkOptions", "SamplingOptions", "T
 MAX_STEPS = 10**9
 MAX_LR = 1e3
 MAX_ACCUMULATE = 1024
+MAX_OMEGA = 1e6  # network.first_omega: beyond it the first layer's initial weights leave float32's range
 
 
 def physical_memory() -> int:
@@ -430,7 +431,7 @@ class NetworkOptions:
         if not o.fourier_scale > 0:
             raise ConfigError(f"network.fourier_scale must be positive, got {o.fourier_scale}")
         om = o.first_omega
-        if isinstance(om, bool) or not isinstance(om, (int, float)) or not (math.isfinite(om) and om > 0):
-            raise ConfigError(f"network.first_omega must be a finite number > 0 (the first layer's frequency factor), "
-                              f"got {om!r}")
+        if isinstance(om, bool) or not isinstance(om, (int, float)) or not (math.isfinite(om) and 0 < om <= MAX_OMEGA):
+            raise ConfigError(f"network.first_omega must be a number in (0, {MAX_OMEGA:g}] (the first layer's frequency "
+                              f"factor; 1-200 are usual), got {om!r}")
         return o
