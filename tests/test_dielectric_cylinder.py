@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_main
 from elecsolver.problems import REGISTRY
 
 import elecsolver as es
@@ -172,9 +172,9 @@ def test_bad_family_boxes_are_one_line():
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("cylinder") / "run"
-    proc = run_cli("run", "dielectric-cylinder-family", "--preset", "quick", "--steps", "20", "--set",
-                   "sampling.interior=400", "--set", "sampling.cylinder=200", "--set", "sampling.pml_end=100", "--set",
-                   "output.n=61", "--out", str(out), "--quiet")
+    proc = run_main("run", "dielectric-cylinder-family", "--preset", "quick", "--steps", "20", "--set",
+                    "sampling.interior=400", "--set", "sampling.cylinder=200", "--set", "sampling.pml_end=100", "--set",
+                    "output.n=61", "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -219,7 +219,7 @@ def test_inversion_of_noise_free_receiver_data_recovers_eps_r_and_the_radius(sho
            "missing": dict(Ez_s=ez_s)}
     for label, arrays in bad.items():
         np.savez(tmp_path / f"{label}.npz", **arrays)
-        proc = run_cli("invert", str(short_run), "--probes", str(tmp_path / f"{label}.npz"))
+        proc = run_main("invert", str(short_run), "--probes", str(tmp_path / f"{label}.npz"))  # refused in-process
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (label, proc.stderr)
 
 
@@ -231,7 +231,7 @@ def test_a_query_is_scored_against_the_series_of_its_configuration(short_run, tm
     x, y = q["fieldset"].sites.coordinates().T
     np.testing.assert_allclose(q["reference"].fields["Ez"].reshape(-1), dielectric_cylinder_total(x, y, K0, 0.3, 2.0),
                                rtol=0, atol=1e-12)
-    proc = run_cli("query", str(short_run), "--set", "cylinder.eps_r=5", "--out", str(tmp_path / "no"))
+    proc = run_main("query", str(short_run), "--set", "cylinder.eps_r=5", "--out", str(tmp_path / "no"))
     assert proc.returncode == 2 and "cylinder.eps_r = 5 (trained on [1.5, 4])" in proc.stderr
     assert not (tmp_path / "no").exists()
 

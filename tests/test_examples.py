@@ -126,8 +126,9 @@ def test_cylinder_scattering_example_writes_complex_fields_reference_and_plots(t
 
 
 def test_point_source_family_example_sweeps_probes_and_inverts(tmp_path):
-    """examples/point_source_family.py: a short training, then the sweep's files carry their configurations and the
-    inversion of the family's own traces (1 % noise) lands near the source it was made from."""
+    """examples/point_source_family.py: a short training (the smoke preset's tiny clouds and 11-site output axes,
+    40 steps), then the sweep's files carry their configurations and the inversion of the family's own traces (1 %
+    noise) lands near the source it was made from."""
     import subprocess
     import sys
 
@@ -136,8 +137,8 @@ def test_point_source_family_example_sweeps_probes_and_inverts(tmp_path):
     import elecsolver as es
 
     out = tmp_path / "family"
-    proc = subprocess.run([sys.executable, str(EXAMPLES / "point_source_family.py"), "--preset", "ci", "--steps",
-                           "40", "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "point_source_family.py"), "--preset", "smoke",
+                           "--steps", "40", "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr
     files = sorted((out / "sweep").glob("*/fields.h5"))
     assert [f.parent.name for f in files] == ["f0.85GHz", "f1.00GHz", "f1.15GHz"]

@@ -134,8 +134,8 @@ def test_family_dp2_equals_one_process(tmp_path):
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("family") / "run"
-    proc = run_cli("run", "maxwell-point-source-family", "--preset", "ci", "--steps", "30", "--out", str(out),
-                   "--quiet", *NO_PNG, "--set", "output.nx=41", "--set", "output.ny=41")
+    proc = run_main("run", "maxwell-point-source-family", "--preset", "ci", "--steps", "30", "--out", str(out),
+                    "--quiet", *NO_PNG, "--set", "output.nx=41", "--set", "output.ny=41")
     assert proc.returncode == 0, proc.stderr
     return out
 

@@ -1,8 +1,8 @@
-"""A fuzzed configuration: for every registered problem, one key of its resolved ``ci`` configuration set to a wrong
-type, NaN, inf, a negative, zero, a huge value or an empty list.  Each case either runs 2 steps and writes a
-complete output, or exits 2 with one line naming the key and leaves nothing written, or (a value that makes the
-training diverge, such as a huge learning rate) exits 1 with the one line "the loss became nan at step N; lower
-training.lr": never a traceback, a hang (a time limit per case) or a half-written folder.
+"""A fuzzed configuration: for every registered problem, one key of its resolved ``smoke`` configuration (``ci``
+shrunk to a few steps on tiny clouds) set to a wrong type, NaN, inf, a negative, zero, a huge value or an empty
+list.  Each case either trains and writes a complete output, or exits 2 with one line naming the key and leaves
+nothing written, or (a value that makes the training diverge, such as a huge learning rate) exits 1 with the one
+line "the loss became nan at step N; lower training.lr": never a traceback, a hang (a time limit per case) or a half-written folder.
 
 Each case runs ``elecsolver.cli.main`` in a process forked from a fork server that imported the package once (a
 fresh process per case, a fraction of a second to start), with its memory capped, so that a value that would
@@ -50,8 +50,7 @@ def _leaves(config: dict, prefix: str = "") -> list[str]:
     return out
 
 
-KEYS = {name: _leaves(get_problem_class(name).preset_config("ci" if "ci" in get_problem_class(name).presets
-                                                             else None)) for name in PROBLEMS}
+KEYS = {name: _leaves(get_problem_class(name).preset_config("smoke")) for name in PROBLEMS}
 
 
 def _case(argv: list[str], log: str) -> None:  # in the forked child
@@ -80,8 +79,7 @@ def fork_server():
 
 def _start(ctx, tmp: Path, name: str, key: str, value):
     out, log = tmp / "out", tmp / "log.txt"
-    preset = ["--preset", "ci"] if "ci" in get_problem_class(name).presets else []
-    argv = ["run", name, *preset, "--steps", "2", "--quiet", "--set", f"{key}={json.dumps(value)}", "--out", str(out)]
+    argv = ["run", name, "--preset", "smoke", "--quiet", "--set", f"{key}={json.dumps(value)}", "--out", str(out)]
     p = ctx.Process(target=_case, args=(argv, str(log)))
     p.start()
     return p, time.monotonic()

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import NO_PNG, run_cli
+from conftest import run_main
 from test_mpirun import MPIRUN
 
 from elecsolver.training.interrupt import Interrupted, pending, stop_requests
 
 DRIVER = str(Path(__file__).with_name("signal_driver.py"))
-RUN = ["run", "maxwell-cavity-2d", "--preset", "ci", "--steps", "20", "--dtype", "float64", "--quiet",
-       "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=3", *NO_PNG]
+# the smoke preset's clouds (64 points a term) and 11-site output axes, 20 steps: the exactness of a resume does not
+# depend on the cloud's size, and interpreter and process-group start-up dominate as it is
+RUN = ["run", "maxwell-cavity-2d", "--preset", "smoke", "--steps", "20", "--dtype", "float64", "--quiet",
+       "--set", "training.checkpoint_every=5", "--set", "sampling.resample_every=3"]
 
 
 def _env(**extra) -> dict:
@@ -29,11 +31,21 @@ def _env(**extra) -> dict:
     return env
 
 
-def _driver(args, env, ranks: int = 1):
-    cmd = [sys.executable, DRIVER, *args]
+def _start(args, env, ranks: int = 1, driver: bool = True) -> subprocess.Popen:
+    """The signal driver (or, ``driver=False``, the plain CLI) on ``ranks`` ranks, started in the background."""
+    cmd = [sys.executable, DRIVER, *args] if driver else [sys.executable, "-m", "elecsolver.cli", *args]
     if ranks > 1:
         cmd = [MPIRUN, "--oversubscribe", "-n", str(ranks), *cmd]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _driver(args, env, ranks: int = 1):
+    return _finish(_start(args, env, ranks))
 
 
 def _model(path: Path) -> dict:
@@ -68,13 +80,14 @@ def test_stop_requests_record_a_signal_and_restore_the_handlers():
 
 def test_sigint_stops_after_the_step_and_resume_equals_the_uninterrupted_run(tmp_path):
     straight, cut = tmp_path / "straight", tmp_path / "cut"
-    assert run_cli(*RUN, "--out", str(straight)).returncode == 0
-    proc = _driver([*RUN, "--out", str(cut)], _env(SIG_AT="7", SIG="SIGINT"))
+    interrupted = _start([*RUN, "--out", str(cut)], _env(SIG_AT="7", SIG="SIGINT"))
+    assert run_main(*RUN, "--out", str(straight)).returncode == 0  # meanwhile, in this process
+    proc = _finish(interrupted)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip() == ("elecsolver: interrupted by SIGINT at step 7; the checkpoint is written: run the "
                                    "same command with --resume to continue")
     assert _model(cut / "checkpoint.pt")["step"] == 7 and not (cut / "fields.h5").exists()
-    resumed = run_cli(*RUN, "--out", str(cut), "--resume")
+    resumed = run_main(*RUN, "--out", str(cut), "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert _same_parameters(straight / "checkpoint.pt", cut / "checkpoint.pt")
 
@@ -95,11 +108,12 @@ def test_sigterm_on_one_rank_stops_both_at_the_same_step_and_resumes_exactly(tmp
     (every 5 steps) and stop at step 10; the resumed 2-rank run equals the uninterrupted one bit for bit."""
     straight, cut = tmp_path / "straight", tmp_path / "cut"
     env = _env()
-    two = [MPIRUN, "--oversubscribe", "-n", "2", sys.executable, "-m", "elecsolver.cli"]
-    done = subprocess.run([*two, *RUN, "--out", str(straight)], env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert done.returncode == 0, done.stderr
+    two = [MPIRUN, "--oversubscribe", "-n", "2", sys.executable, "-m", "elecsolver.cli"]  # the resume
+    # the uninterrupted and the interrupted run side by side
+    uninterrupted = _start([*RUN, "--out", str(straight)], env, ranks=2, driver=False)
     proc = _driver([*RUN, "--out", str(cut)], _env(SIG_AT="7", SIG_RANK="1"), ranks=2)
+    done = _finish(uninterrupted)
+    assert done.returncode == 0, done.stderr
     assert proc.returncode == 143, proc.stdout + proc.stderr
     line = ("elecsolver: interrupted by SIGTERM at step 10; the checkpoint is written: run the same command with "
             "--resume to continue")

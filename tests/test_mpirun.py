@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import NO_PNG, SMALL_GRID, run_cli
+from conftest import NO_PNG, SMALL_GRID, run_main
 from elecsolver.parallel.launch import discover
 
 MPIRUN = shutil.which("mpirun", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
@@ -42,14 +42,8 @@ def test_mpirun_two_ranks_equal_one_process(tmp_path):
     args = ["run", "maxwell-point-source-2d", "--preset", "ci", "--steps", "5", "--dtype", "float64", "--quiet",
             "--set", "sampling.interior=301", "--set", "sampling.source=67", "--set", "sampling.boundary=45",
             *NO_PNG, *SMALL_GRID]
-    one = run_cli(*args, "--out", str(tmp_path / "one"))
+    one, two = _beside([*args, "--out", str(tmp_path / "one")], [*args, "--out", str(tmp_path / "two")])
     assert one.returncode == 0, one.stderr
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(k, None)
-    two = subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, "-m", "elecsolver.cli", *args,
-                          "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=600,
-                         check=False)
     assert two.returncode == 0, two.stdout + two.stderr
     a = torch.load(tmp_path / "one" / "checkpoint.pt", weights_only=False)
     b = torch.load(tmp_path / "two" / "checkpoint.pt", weights_only=False)
@@ -72,11 +66,14 @@ def test_a_users_script_under_mpirun_trains_data_parallel(tmp_path):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
+    # the two runs side by side
+    started = subprocess.Popen([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script), *args, "--out",
+                                str(tmp_path / "two")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
     one = subprocess.run([sys.executable, str(script), *args, "--out", str(tmp_path / "one")], env=env,
                          capture_output=True, text=True, timeout=600, check=False)
+    two = _finish(started)
     assert one.returncode == 0, one.stderr
-    two = subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script), *args, "--out",
-                          str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert two.returncode == 0, two.stdout + two.stderr
     _same_parameters(tmp_path / "one", tmp_path / "two")
 
@@ -100,17 +97,42 @@ ARGS_SMALL = ["run", "maxwell-point-source-2d", "--preset", "ci", "--steps", "4"
 @pytest.fixture(scope="module")
 def one_process(tmp_path_factory):
     out = tmp_path_factory.mktemp("one") / "out"
-    one = run_cli(*ARGS_SMALL, "--out", str(out))
+    one = run_main(*ARGS_SMALL, "--out", str(out))
     assert one.returncode == 0, one.stderr
     return out
 
 
-def _mpirun(args, timeout=600):
+def _start_mpirun(args) -> subprocess.Popen:
+    """``mpirun -n 2 elecsolver ARGS``, started in the background."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
-    return subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, "-m", "elecsolver.cli", *args],
-                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.Popen([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, "-m", "elecsolver.cli", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen, timeout=600) -> subprocess.CompletedProcess:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _mpirun(args, timeout=600):
+    return _finish(_start_mpirun(args), timeout)
+
+
+def _beside(one_args, two_args):
+    """``elecsolver ONE_ARGS`` in this process while ``mpirun -n 2 elecsolver TWO_ARGS`` runs beside it (the
+    one-process run a parallel one is compared with); returns both CompletedProcesses."""
+    started = _start_mpirun(two_args)
+    try:
+        one = run_main(*one_args)
+    finally:
+        two = _finish(started)
+    return one, two
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
@@ -150,9 +172,8 @@ def test_mpirun_loss_balancing_under_model_parallelism_equals_one_process(tmp_pa
     import csv
 
     args = [*ARGS_SMALL, "--set", "training.balance.every=2"]
-    one = run_cli(*args, "--out", str(tmp_path / "one"))
+    one, two = _beside([*args, "--out", str(tmp_path / "one")], [*args, *strategy, "--out", str(tmp_path / "two")])
     assert one.returncode == 0, one.stderr
-    two = _mpirun([*args, *strategy, "--out", str(tmp_path / "two")])
     assert two.returncode == 0, two.stdout + two.stderr
     rows = [list(csv.DictReader((tmp_path / d / "convergence.csv").open())) for d in ("one", "two")]
     assert len(rows[0]) == len(rows[1]) == 2
@@ -230,9 +251,8 @@ def _dp_equals_one_process(tmp_path, args, field, shape):
     import h5py
     import numpy as np
 
-    one = run_cli(*args, "--out", str(tmp_path / "one"))
+    one, two = _beside([*args, "--out", str(tmp_path / "one")], [*args, "--out", str(tmp_path / "two")])
     assert one.returncode == 0, one.stderr
-    two = _mpirun([*args, "--out", str(tmp_path / "two")])
     assert two.returncode == 0, two.stdout + two.stderr
     a, b = _same_parameters(tmp_path / "one", tmp_path / "two")
     la, lb = a["history"][-1]["loss"], b["history"][-1]["loss"]

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli, run_main
+from conftest import run_main
 
 import elecsolver as es
 from elecsolver.operators import evaluate
@@ -155,11 +155,11 @@ def _user_file(tmp_path, residual="(f.d('u', 'x') - 1.0).unsqueeze(1)", domain="
 def test_a_problem_file_outside_the_repository_runs_from_the_cli(tmp_path):
     path = _user_file(tmp_path)
     out = tmp_path / "o"
-    proc = run_cli("run", str(path), "--out", str(out), "--quiet", "--steps", "2", cwd=tmp_path)
+    proc = run_main("run", str(path), "--out", str(out), "--quiet", "--steps", "2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = es.read(out / "fields.h5")
     assert data["fieldset"].fields["u"].shape == (5,) and data["attrs"]["problem"] == "line"
-    proc = run_cli("run", f"{path}:Line", "--out", str(tmp_path / "o2"), "--quiet", "--steps", "1")
+    proc = run_main("run", f"{path}:Line", "--out", str(tmp_path / "o2"), "--quiet", "--steps", "1")
     assert proc.returncode == 0, proc.stderr
 
 
