@@ -241,6 +241,12 @@ def test_inversion_of_noise_free_family_data_recovers_the_configuration(short_ru
     one = es.invert(model, PLACES, times, {"Hz": data["Hz"]}, unknowns=["source.frequency"],
                     known={"x0": 0.46, "y0": 0.53})
     assert abs(one["configuration"]["f"] - 1.07e9) <= 1e-6 * 1.07e9
+    # the search in float64 (float32 by default) lands on the same configuration
+    wide = es.invert(model, PLACES, times, {"Hz": data["Hz"]}, lbfgs_steps=200, search_dtype="float64")
+    for k, v in truth.items():
+        assert abs(wide["configuration"][k] - v) <= 1e-6 * abs(v), k
+    with pytest.raises(es.ConfigError, match="search_dtype must be 'float32' or 'float64'"):
+        es.invert(model, PLACES, times, {"Hz": data["Hz"]}, search_dtype="float16")
 
 
 def test_invert_command_and_bad_probes(short_run, tmp_path):

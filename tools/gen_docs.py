@@ -335,7 +335,15 @@ def benchmarks_page() -> str:
         walls = sorted(r["wall_s"] for r in runs)
         lines += ["", f"Inversion from {len(inv['probes'])} probe traces at {100 * inv['noise']:g} % noise: {ok} of "
                   f"{len(runs)} unknown configurations recovered within 5 mm and 1 %, median "
-                  f"{walls[len(walls) // 2]:.3g} s per inversion."]
+                  f"{walls[len(walls) // 2]:.3g} s per inversion ({fam['date']})."]
+    search = ROOT / "benchmarks" / "inversion_search.json"
+    if search.is_file():
+        s = json.loads(search.read_text())
+        f32, f64 = s["summary"]["float32"], s["summary"]["float64"]
+        lines += ["", f"The inversion's Adam search in float32 (the default; the polish is float64) against float64, "
+                  f"interleaved on one short run ({s['date']}, `{s['command']}`): median {f32['wall_s_median']:.3g} s "
+                  f"against {f64['wall_s_median']:.3g} s per inversion, the same answers (worst relative error "
+                  f"{f32['worst_relative_error']:.1e} and {f64['worst_relative_error']:.1e})."]
     return "\n".join(lines).rstrip() + "\n"
 
 
