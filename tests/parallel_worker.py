@@ -1,10 +1,13 @@
 """One rank of the parallel-strategy equality tests (run as subprocesses by test_parallel.py).
 
-Usage: python parallel_worker.py OUT_PREFIX OPTIONS_JSON
-OPTIONS_JSON: {"parallel": {...ParallelOptions fields}, "steps": 5, "accumulate": 1, "hard_initial": false,
-"shard_sizes": {...}, "interior": 97, "device": "cpu", "family": false}.  Rank and world come from torchrun-style variables; none: one process.
+Usage: python parallel_worker.py CASES_JSON
+CASES_JSON: a list of {"prefix": OUT_PREFIX, "options": OPTIONS}, trained one after the other in this process (one
+launch for all the cases of a module that share a world size: the process group is joined once, each case builds
+its own device mesh).  OPTIONS: {"parallel": {...ParallelOptions fields}, "steps": 5, "accumulate": 1,
+"hard_initial": false, "shard_sizes": {...}, "interior": 97, "device": "cpu", "family": false, "only": [terms],
+"same_points": false}.  Rank and world come from torchrun-style variables; none: one process.
 
-The rank trains the small point source through the Trainer under the strategy and saves, in
+For each case the rank trains the small point source through the Trainer under the strategy and saves, in
 OUT_PREFIX.rank<r>.npz, the loss of step 1, the gradients of step 1 and the parameters after the last step,
 each under the full network's parameter names (tensor-parallel shards gathered; a pipeline stage holds its own
 layers under their full names), so that the test can merge ranks and compare with one process.
@@ -37,9 +40,15 @@ def named(model, ctx, grad: bool) -> dict:
 
 
 def main() -> None:
-    prefix, options = sys.argv[1], json.loads(sys.argv[2])
-    comm, info, dev = init_data_parallel(options.get("device", "cpu"))
+    cases = json.loads(sys.argv[1])
+    comm, info, dev = init_data_parallel(cases[0]["options"].get("device", "cpu"))
     torch.set_num_threads(1)
+    for case in cases:
+        run_case(case["prefix"], case["options"], comm, info, dev)
+    shutdown()
+
+
+def run_case(prefix: str, options: dict, comm, info, dev) -> None:
     problem = small_problem(hard_initial=options.get("hard_initial", False))
     cfg = problem.config
     cfg["training"]["accumulate"] = options.get("accumulate", 1)
@@ -55,30 +64,13 @@ def main() -> None:
     if "only" in options:  # keep only these loss terms (e.g. a derivative-only loss)
         keep, full = options["only"], problem.constraints
         problem.constraints = lambda: [c for c in full() if c.name in keep]
-    warnings: list[str] = []
-    if options.get("same_points"):  # every rank keeps the whole cloud: the symptom the loss-share check catches
-        import logging
-
-        from elecsolver.training.points import Points
-
-        Points.shard = lambda self, cloud, sizes=None: (np.arange(len(cloud)), cloud)
-
-        class Keep(logging.Handler):
-            def emit(self, record):
-                if record.levelno >= logging.WARNING:
-                    warnings.append(record.getMessage())
-
-        logging.getLogger("elecsolver").addHandler(Keep())
-        cfg["training"]["log_every"] = 1
+    if options.get("same_points"):
+        same_points(problem, comm, dev, options, prefix, info)
+        return
     model, ctx = apply_parallelism(problem, comm, dev, options.get("parallel"))
     trainer = Trainer(problem, model, ctx, device=str(dev), shard_sizes=options.get("shard_sizes") or None,
                       progress=False)
     steps = options.get("steps", 5)
-    if options.get("same_points"):
-        trainer.train(stop_after=2)
-        np.savez(f"{prefix}.rank{info.rank}.npz", warnings=np.array("\n".join(warnings)))
-        shutdown()
-        return
     loss1, terms1 = trainer.train_step()
     grads = named(trainer.model, ctx, grad=True)
     for _ in range(steps - 1):
@@ -88,7 +80,34 @@ def main() -> None:
     arrays.update({f"g:{k}": v for k, v in grads.items()})
     arrays.update({f"p:{k}": v for k, v in params.items()})
     np.savez(f"{prefix}.rank{info.rank}.npz", **arrays)
-    shutdown()
+
+
+def same_points(problem, comm, dev, options, prefix, info) -> None:
+    """Every rank keeps the whole cloud (the symptom the loss-share check catches): the warnings of 2 steps."""
+    import logging
+
+    from elecsolver.training.points import Points
+
+    warnings: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.WARNING:
+                warnings.append(record.getMessage())
+
+    shard, keep, logger = Points.shard, Keep(), logging.getLogger("elecsolver")
+    Points.shard = lambda self, cloud, sizes=None: (np.arange(len(cloud)), cloud)
+    logger.addHandler(keep)
+    try:
+        cfg = problem.config
+        cfg["training"]["log_every"] = 1
+        problem = type(problem)(cfg)
+        model, ctx = apply_parallelism(problem, comm, dev, options.get("parallel"))
+        Trainer(problem, model, ctx, device=str(dev), progress=False).train(stop_after=2)
+    finally:
+        Points.shard = shard
+        logger.removeHandler(keep)
+    np.savez(f"{prefix}.rank{info.rank}.npz", warnings=np.array("\n".join(warnings)))
 
 
 if __name__ == "__main__":

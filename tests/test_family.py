@@ -123,10 +123,11 @@ def test_near_field_head_with_parameter_columns():
 # ---- data parallel ----------------------------------------------------------------------------------------------
 def test_family_dp2_equals_one_process(tmp_path):
     """Parameters are drawn with the points and sharded along space with them: dp = 2 is one process (float64)."""
-    from test_parallel import assert_equal_runs, merged, run_strategy
+    from test_parallel import assert_equal_runs, launch, merged, results
 
-    one = merged(run_strategy(tmp_path, 1, {"family": True}, "one"))
-    two = merged(run_strategy(tmp_path, 2, {"family": True, "parallel": {"dp": 2}}, "two"))
+    ones, twos = {"one": {"family": True}}, {"two": {"family": True, "parallel": {"dp": 2}}}
+    procs = launch(tmp_path, 1, ones), launch(tmp_path, 2, twos)  # side by side
+    one, two = merged(results(tmp_path, 1, ones, procs[0])["one"]), merged(results(tmp_path, 2, twos, procs[1])["two"])
     assert_equal_runs(two, one)
 
 

@@ -23,9 +23,9 @@ HERE = Path(__file__).resolve().parent
 TOL = 1e-10
 
 
-def run_strategy(tmp_path: Path, world: int, options: dict, tag: str) -> list[dict]:
-    """Run parallel_worker.py on ``world`` ranks; the per-rank result dicts."""
-    prefix = tmp_path / tag
+def launch(tmp_path: Path, world: int, cases: dict[str, dict]) -> list[subprocess.Popen]:
+    """Start parallel_worker.py on ``world`` ranks for the cases {tag: options}, trained one after the other in
+    one process group; :func:`results` waits for them."""
     port = free_port()
     procs = []
     for rank in range(world):
@@ -35,17 +35,29 @@ def run_strategy(tmp_path: Path, world: int, options: dict, tag: str) -> list[di
         if world > 1:
             env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([sys.executable, str(HERE / "parallel_worker.py"), str(prefix),
-                                       json.dumps(options)], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
+        spec = [{"prefix": str(tmp_path / tag), "options": options} for tag, options in cases.items()]
+        procs.append(subprocess.Popen([sys.executable, str(HERE / "parallel_worker.py"), json.dumps(spec)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def results(tmp_path: Path, world: int, tags, procs: list[subprocess.Popen]) -> dict[str, list[dict]]:
+    """Wait for ``procs``; {tag: the per-rank result dicts}."""
     for p in procs:
         text, _ = p.communicate(timeout=600)
         assert p.returncode == 0, text
-    out = []
-    for rank in range(world):
-        with np.load(f"{prefix}.rank{rank}.npz") as d:
-            out.append({k: d[k] for k in d.files})
+    out = {}
+    for tag in tags:
+        out[tag] = []
+        for rank in range(world):
+            with np.load(f"{tmp_path / tag}.rank{rank}.npz") as d:
+                out[tag].append({k: d[k] for k in d.files})
     return out
+
+
+def run_strategy(tmp_path: Path, world: int, options: dict, tag: str) -> list[dict]:
+    """Run parallel_worker.py on ``world`` ranks for one case; the per-rank result dicts."""
+    return results(tmp_path, world, [tag], launch(tmp_path, world, {tag: options}))[tag]
 
 
 def merged(ranks: list[dict]) -> dict:
@@ -76,25 +88,36 @@ def assert_equal_runs(got: dict, want: dict) -> None:
         assert _rel(got[k], want[k]) <= TOL, (k, _rel(got[k], want[k]))
 
 
+STRATEGIES = {"tp2": {"tp": 2}, "pp2-gpipe": {"pp": 2, "microbatches": 4, "schedule": "gpipe"},
+              "pp2-1f1b": {"pp": 2, "microbatches": 4, "schedule": "1f1b"}, "dp2-zero": {"zero": True}}
+ONE = {"single": {}, "rc": {"parallel": {"recompute": True}}, "acc": {"accumulate": 2}}
+TWO = {**{k: {"parallel": v} for k, v in STRATEGIES.items()},
+       "deriv": {"only": ["pde"], "steps": 2}, "same": {"same_points": True}}
+
+
 @pytest.fixture(scope="module")
-def single(tmp_path_factory):
-    return merged(run_strategy(tmp_path_factory.mktemp("one"), 1, {}, "single"))
+def runs(tmp_path_factory):
+    """Every one-process and two-rank case of this module: one one-process job and one two-rank job, side by side
+    (one launch each); {tag: per-rank result dicts}."""
+    out = tmp_path_factory.mktemp("parallel")
+    procs = launch(out, 1, ONE), launch(out, 2, TWO)
+    return {**results(out, 1, ONE, procs[0]), **results(out, 2, TWO, procs[1])}
 
 
-@pytest.mark.parametrize("parallel", [
-    {"tp": 2},
-    {"pp": 2, "microbatches": 4, "schedule": "gpipe"},
-    {"pp": 2, "microbatches": 4, "schedule": "1f1b"},
-    {"zero": True},
-], ids=["tp2", "pp2-gpipe", "pp2-1f1b", "dp2-zero"])
-def test_two_ranks_equal_one_process(tmp_path, single, parallel):
-    assert_equal_runs(merged(run_strategy(tmp_path, 2, {"parallel": parallel}, "two")), single)
+@pytest.fixture(scope="module")
+def single(runs):
+    return merged(runs["single"])
 
 
-def test_derivative_only_loss_gives_every_rank_the_same_gradient(tmp_path):
+@pytest.mark.parametrize("case", list(STRATEGIES))
+def test_two_ranks_equal_one_process(runs, single, case):
+    assert_equal_runs(merged(runs[case]), single)
+
+
+def test_derivative_only_loss_gives_every_rank_the_same_gradient(runs):
     """Only the Maxwell residual (derivatives of the fields; the output bias gets no gradient from it on any point):
     under dp=2 every parameter, the output bias included, has bit-identical gradients and values on both ranks."""
-    ranks = run_strategy(tmp_path, 2, {"only": ["pde"], "steps": 2}, "deriv")
+    ranks = runs["deriv"]
     grads = [k for k in ranks[0] if k.startswith(("g:", "p:"))]
     assert "g:body.6.bias" in grads
     for k in grads:
@@ -103,10 +126,10 @@ def test_derivative_only_loss_gives_every_rank_the_same_gradient(tmp_path):
     assert np.linalg.norm(ranks[0]["g:body.6.weight"]) > 0   # ... the weights are not
 
 
-def test_identical_loss_shares_on_every_rank_warn(tmp_path):
+def test_identical_loss_shares_on_every_rank_warn(runs):
     """Every data-parallel rank holding the same points (not its own shard) reports the same local loss share:
     rank 0 warns, naming the likely cause."""
-    ranks = run_strategy(tmp_path, 2, {"same_points": True}, "same")
+    ranks = runs["same"]
     text = str(ranks[0]["warnings"])
     assert "every data-parallel rank reports the same local loss share" in text
     assert "same points" in text
@@ -129,11 +152,13 @@ def test_compile_with_model_parallelism_is_refused():
         ParallelOptions(tp=3).validate(training, 2)
 
 
-def test_recompute_equals_plain(tmp_path, single):
-    assert_equal_runs(merged(run_strategy(tmp_path, 1, {"parallel": {"recompute": True}}, "rc")), single)
+def test_recompute_equals_plain(runs, single):
+    assert_equal_runs(merged(runs["rc"]), single)
 
 
-def _peak_mib(recompute: bool) -> float:
+def _peak_mib(recompute: bool) -> subprocess.Popen:
+    """Start a process that prints the step's peak allocation in MiB (the two runs go side by side: each
+    process's allocations are its own)."""
     code = (
         "import torch\n"
         "from elecsolver.config import merge\n"
@@ -148,8 +173,14 @@ def _peak_mib(recompute: bool) -> float:
         "t = Trainer(p, m, c, progress=False); t.batches()\n"
         "print(peak_allocated_mib(t.train_step))\n")
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600, check=True)
-    return float(r.stdout.split()[-1])
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _mib(proc: subprocess.Popen) -> float:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    return float(out.split()[-1])
 
 
 def test_recompute_lowers_peak_memory():
@@ -157,13 +188,14 @@ def test_recompute_lowers_peak_memory():
     points: recompute needs well under the plain step's (measured 170 MiB plain, 103 MiB recompute, 0.60x; asserted
     < 0.8x).  The resident high-water mark (getrusage) was used before and read 0 on CI's machine: what the
     start-up left resident in malloc's free lists hid the step's peak."""
-    off, on = _peak_mib(False), _peak_mib(True)
+    procs = _peak_mib(False), _peak_mib(True)
+    off, on = _mib(procs[0]), _mib(procs[1])
     assert off > 100  # the activations dominate: a meaningful comparison
     assert on < 0.8 * off, (on, off)
 
 
-def test_accumulation_equals_one_pass(tmp_path, single):
-    assert_equal_runs(merged(run_strategy(tmp_path, 1, {"accumulate": 2}, "acc")), single)
+def test_accumulation_equals_one_pass(runs, single):
+    assert_equal_runs(merged(runs["acc"]), single)
 
 
 @pytest.mark.slow
