@@ -267,7 +267,7 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     Under ``mpirun``, ``torchrun`` or ``srun`` every rank calls this with the same problem; the ranks join
     one process group (``elecsolver.parallel``), each trains on its spatial shard of the points, and the
     writer rank computes the reference and writes ``out/`` (fields.h5 + fields.xdmf, metrics.json, PNGs,
-    convergence.csv, checkpoint.pt).  One process: the same without the group.
+    convergence.csv, checkpoint.pt, config.toml, logs/).  One process: the same without the group.
 
     Parameters
     ----------
@@ -277,7 +277,8 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     device : str
         "cpu" or "cuda".
     preset : str, optional
-        Recorded in metrics.json.
+        Recorded in metrics.json and OUT/config.toml (None: the preset whose configuration ``problem.config`` is,
+        else "custom").
     resume : bool
         Continue from ``out/checkpoint.pt``.
     stop_after : int, optional
@@ -309,6 +310,8 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     from .training.interrupt import stop_requests
 
     out = Path(out)
+    if preset is None:  # a problem built in Python: the preset its configuration is, else "custom"
+        preset = preset_of(problem)
     _refuse_other_problems_outputs(out, problem.name)
     total = problem.training.total_steps
     if stop_after is not None and stop_after > total:
@@ -345,8 +348,10 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
             stale = remove_stale(out)  # a killed run's unfinished writes; the files they were to replace are intact
             from .io.atomic import write_text
 
-            write_text(out / "config.toml", config_toml(problem, preset or type(problem).default_preset, options,
-                                                        f"elecsolver run {problem.name} --config {out / 'config.toml'}"))
+            base = preset if preset in type(problem).presets else type(problem).default_preset  # the file has every key
+            write_text(out / "config.toml", config_toml(problem, base, options,
+                                                        f"elecsolver run {run_target(problem)} --config "
+                                                        f"{out / 'config.toml'}"))
         context.barrier()
         _log_to_file(out, info.rank)
         mesh = context.extra.get("mesh")
@@ -375,13 +380,33 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
                       flush=True)
             return None
         trainer.gather()  # collective: the writer evaluates a one-device copy of a sharded or split network
-        metrics = export_run(trainer, reference, out, preset or type(problem).default_preset) \
-            if context.is_writer else None
+        metrics = export_run(trainer, reference, out, preset) if context.is_writer else None
         context.barrier()
         return metrics
     finally:  # no closing barrier while an exception propagates: the other ranks may never arrive
         exc = sys.exc_info()[0]
         shutdown(clean=exc is None or issubclass(exc, Interrupted))  # every rank stopped at the same step
+
+
+def preset_of(problem) -> str:
+    """The name of the preset whose configuration ``problem.config`` is, else "custom"."""
+    cls = type(problem)
+    return next((name for name in cls.presets if cls.preset_config(name) == problem.config), "custom")
+
+
+def run_target(problem) -> str:
+    """What ``elecsolver run`` takes to find ``problem``'s class: its registered name, else ``FILE.py:Class``."""
+    import inspect
+
+    from .problems import REGISTRY
+
+    cls = type(problem)
+    if REGISTRY.get(problem.name) is cls:
+        return problem.name
+    try:
+        return f"{inspect.getfile(cls)}:{cls.__name__}"
+    except TypeError:  # a class typed into an interactive session has no file
+        return f"FILE.py:{cls.__name__}"
 
 
 def _refuse_other_problems_outputs(out: Path, name: str) -> None:
@@ -471,8 +496,8 @@ def run(args, cls=None) -> dict | None:
                     stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
     if metrics is not None:  # the writer rank of a finished run; said with --quiet too
         png = ", PNG snapshots" if writes_png(problem.config) else ""
-        print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt"
-              f"{png}", flush=True)
+        print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt, "
+              f"config.toml, logs/{png}", flush=True)
     return metrics
 
 
@@ -480,7 +505,9 @@ def _report(metrics: dict | None) -> None:
     if metrics and metrics.get("rel_l2"):
         rel = metrics["rel_l2"]
         print("relative L2 error  " + "  ".join(
-            f"{w}: " + ", ".join(f"{k} {_percent(v)}" for k, v in rel[w].items()) for w in rel))
+            f"{w}: " + ", ".join(f"{k} {_percent(v)}" for k, v in rel[w].items()) for w in rel)
+              + ("  (the smoke preset: a few steps to see every stage run; these errors mean nothing)"
+                 if metrics.get("preset") == "smoke" else ""))
 
 
 def _percent(v: float) -> str:

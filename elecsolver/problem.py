@@ -1033,7 +1033,7 @@ def _lookup(config: Mapping, key: str):
 
 
 MAX_OUTPUT_SITES_PER_AXIS = 100_000
-SMOKE_STEPS, SMOKE_POINTS, SMOKE_SITES, SMOKE_FRAMES, SMOKE_WIDTH = 3, 64, 11, 3, 64
+SMOKE_STEPS, SMOKE_POINTS, SMOKE_SITES, SMOKE_WIDTH = 3, 64, 11, 64
 SMOKE: dict = {}  # the marker of the derived ``smoke`` preset in ``Problem.presets`` (see :func:`smoke_changes`)
 MAX_LOSS_WEIGHT = 1e10
 MAX_SCALES = 1e4  # length (time) scales a domain (time window) may span along one axis
@@ -1070,18 +1070,21 @@ def smoke_changes(ci: dict) -> dict:
       end; ``training.balance.every`` = 2 where ``ci`` balances the terms;
     - every point count of ``sampling`` (``interior``, ``boundary``, ``initial`` and the per-term keys) at most
       :data:`SMOKE_POINTS` (64);
-    - every count of ``output`` at most :data:`SMOKE_SITES` (11; ``early_frames`` at most 3), and
-      ``output.png`` = false;
+    - every count of ``output`` at most :data:`SMOKE_SITES` (11; ``early_frames``, where there is one, the frames
+      of the same early window, e.g. 7 of 11 for the point source's 25 of 41), and ``output.png`` = false;
     - ``network.width`` at most :data:`SMOKE_WIDTH` (64: a least-squares step's solve grows as the cube of it).
     """
     training, sampling, output = ci["training"], ci["sampling"], ci["output"]
     steps = min(int(training["steps"]), SMOKE_STEPS)
+    sites = {k: min(v, SMOKE_SITES) for k, v in output.items() if _is_count(v)}
+    if "early_frames" in output and "nt" in output:  # the same early window on the fewer frames
+        nt, early = output["nt"], output["early_frames"]
+        sites["early_frames"] = 1 + round((early - 1) * (sites["nt"] - 1) / max(nt - 1, 1))
     options = set(BASE_CONFIG["sampling"]) - {"interior", "boundary", "initial"}  # keys that count no points
     changes: dict = {
         "training": {"steps": steps, "log_every": 1, "checkpoint_every": steps},
         "sampling": {k: min(v, SMOKE_POINTS) for k, v in sampling.items() if k not in options and _is_count(v)},
-        "output": {**{k: min(v, SMOKE_FRAMES if k == "early_frames" else SMOKE_SITES) for k, v in output.items()
-                      if _is_count(v)}, "png": False},
+        "output": {**sites, "png": False},
         "network": {"width": min(int(ci["network"]["width"]), SMOKE_WIDTH)}}
     if training.get("balance", {}).get("every"):
         changes["training"]["balance"] = {"every": 2}

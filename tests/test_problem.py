@@ -161,6 +161,14 @@ def test_a_problem_file_outside_the_repository_runs_from_the_cli(tmp_path):
     assert data["fieldset"].fields["u"].shape == (5,) and data["attrs"]["problem"] == "line"
     proc = run_main("run", f"{path}:Line", "--out", str(tmp_path / "o2"), "--quiet", "--steps", "1")
     assert proc.returncode == 0, proc.stderr
+    # the command that config.toml says re-runs it names the file, not the unregistered name
+    line = next(ln for ln in (out / "config.toml").read_text().splitlines() if "run it with:" in ln)
+    command = line.split("run it with: ")[1].split()
+    assert command[:3] == ["elecsolver", "run", f"{path}:Line"], line
+    proc = run_main(*command[1:], "--out", str(tmp_path / "o3"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    first, again = (torch.load(d / "checkpoint.pt", weights_only=False)["model"] for d in (out, tmp_path / "o3"))
+    assert first.keys() == again.keys() and all(torch.equal(first[k], again[k]) for k in first)  # the same run
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -41,9 +41,24 @@ def test_every_problem_has_a_smoke_preset_derived_from_its_ci_preset_or_its_defa
         for key in ("interior", "boundary", "initial", *(k for k in ci["loss"] if k in ci["sampling"])):
             assert smoke["sampling"][key] == min(ci["sampling"][key], SMOKE_POINTS), (name, key)
         assert smoke["sampling"]["resample_every"] == ci["sampling"]["resample_every"]  # not a count
+        assert cls(smoke).windows == cls(ci).windows, name  # the same error windows (the point source's early one)
         # the problem's own sections and the loss weights are ci's
         for section in set(ci) - {"training", "sampling", "output", "network"}:
             assert smoke[section] == ci[section], (name, section)
+
+
+def test_a_problem_trained_from_python_records_the_preset_its_configuration_is(tmp_path):
+    import elecsolver as es
+
+    cls = REGISTRY["helmholtz-square"]
+    es.train(cls(cls.preset_config("smoke")), out=tmp_path / "a", quiet=True)
+    changed = cls.preset_config("smoke")
+    changed["training"]["seed"] = 5
+    es.train(cls(changed), out=tmp_path / "b", quiet=True)
+    got = [json.loads((tmp_path / d / "metrics.json").read_text())["preset"] for d in "ab"]
+    assert got == ["smoke", "custom"]
+    # config.toml names a preset --config can start from; its keys are the run's either way
+    assert 'preset = "quick"' in (tmp_path / "b" / "config.toml").read_text()
 
 
 def _rel_l2(h5: h5py.File, name: str, t_max: float | None) -> float:
