@@ -34,6 +34,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -130,7 +132,10 @@ def main(argv=None) -> dict:
     from elecsolver.reference.fdtd import solve_te_point_source
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", required=True, help="folder of a finished maxwell-point-source-family run")
+    ap.add_argument("--run", help="folder of a finished maxwell-point-source-family run (needed but with "
+                    "--step-time-only)")
+    ap.add_argument("--step-time-only", action="store_true",
+                    help="only the step-time comparison (no run needed), written to --json")
     ap.add_argument("--configs", type=int, default=32, help="held-out configurations (default 32)")
     ap.add_argument("--inversions", type=int, default=20, help="unknown configurations to invert for (default 20)")
     ap.add_argument("--noise", type=float, default=0.01, help="relative noise on the probe traces (default 0.01)")
@@ -146,7 +151,22 @@ def main(argv=None) -> dict:
     ap.add_argument("--step-time-steps", type=int, default=200, help="steps per round (default 200)")
     ap.add_argument("--json", help="write every number here")
     args = ap.parse_args(argv)
+    if args.step_time_only:
+        import torch
 
+        torch.set_num_threads(1)
+        import sys
+
+        out = {"benchmark": "benchmarks/family.py --step-time-only", "date": time.strftime("%Y-%m-%d"),
+               "command": "python benchmarks/family.py " + " ".join(sys.argv[1:] if argv is None else argv),
+               "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPU cores",
+               "step_time": step_time_ratio(args.step_time_rounds, args.step_time_steps)}
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        print(f"family / single step time per point: {out['step_time']['ratio_per_point']:.3f}")
+        return out
+    if not args.run:
+        ap.error("--run is required (or give --step-time-only)")
     model = es.load(args.run)
     problem = model.problem
     names = [p.name for p in problem.parameters]

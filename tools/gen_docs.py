@@ -336,6 +336,14 @@ def benchmarks_page() -> str:
         lines += ["", f"Inversion from {len(inv['probes'])} probe traces at {100 * inv['noise']:g} % noise: {ok} of "
                   f"{len(runs)} unknown configurations recovered within 5 mm and 1 %, median "
                   f"{walls[len(walls) // 2]:.3g} s per inversion ({fam['date']})."]
+    step = ROOT / "benchmarks" / "family_step_time.json"
+    if step.is_file():
+        s = json.loads(step.read_text())
+        st = s["step_time"]
+        lines += ["", f"A training step of the family against the single configuration (the same network and points; "
+                  f"the family adds 3 input columns and a configuration per point), {len(st['ms_per_step']['single'])} "
+                  f"interleaved rounds, {st['threads']} thread ({s['date']}, `{s['command']}`): {st['median_ms']['family']:.3g} ms against {st['median_ms']['single']:.3g} ms "
+                  f"median, {st['ratio_per_point']:.3g}x per point."]
     search = ROOT / "benchmarks" / "inversion_search.json"
     if search.is_file():
         s = json.loads(search.read_text())
