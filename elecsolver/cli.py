@@ -340,6 +340,15 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
             raise ConfigError(str(exc)) from None
         trainer = Trainer(problem, model, context, device=str(dev), out_dir=out,
                           progress=not quiet)  # checks every residual: nothing is written before this
+        if resume:  # a checkpoint of another configuration is refused before anything is written
+            trainer.load_checkpoint()  # this rank's shard file under tp / pp
+            if stop_after is not None and stop_after <= trainer.step:  # the same on every rank
+                raise ConfigError(f"--stop-after {stop_after} is at or before the checkpoint's step {trainer.step}: "
+                                  "nothing to train; give a later step, or leave --stop-after out to finish the run")
+        # the reference (an FDTD run can take minutes) after every refusal, so that they come at once, and before
+        # any write, so that a reference that cannot be computed leaves nothing behind
+        reference = problem.reference() if info.rank == 0 else None
+        trainer.reference = reference
         stale = []
         if context.is_writer:
             from .io.atomic import remove_stale
@@ -359,15 +368,7 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
         if context.is_writer and stale:
             log.info("removed %d unfinished write(s) of an earlier, killed run: %s", len(stale), ", ".join(stale))
         if resume:
-            trainer.load_checkpoint()  # this rank's shard file under tp / pp
             log.info("resuming %s at step %d of %d", problem.name, trainer.step, problem.training.total_steps)
-            if stop_after is not None and stop_after <= trainer.step:  # the same on every rank
-                raise ConfigError(f"--stop-after {stop_after} is at or before the checkpoint's step {trainer.step}: "
-                                  "nothing to train; give a later step, or leave --stop-after out to finish the run")
-        # the reference (an FDTD run can take minutes) once nothing is left to refuse: a checkpoint or an --init-from
-        # network that does not fit is said at once
-        reference = problem.reference() if info.rank == 0 else None
-        trainer.reference = reference
         if options.profile:
             from .parallel.profiling import profile_steps
 

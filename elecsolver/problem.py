@@ -1061,10 +1061,10 @@ def _is_count(v) -> bool:
 
 def smoke_changes(ci: dict) -> dict:
     """The ``smoke`` preset of a problem, as changes to its resolved ``ci`` configuration ``ci`` (a problem without
-    a ``ci`` preset: its default preset's): a few steps on
-    tiny clouds, which run every stage (the sampling of every loss term, the optimizer, a progress log, a
-    loss-term balance where ``ci`` balances, the reference, the export) in seconds.  Its errors mean nothing;
-    it is for trying a set-up, and it is what the test suite runs of each problem.
+    a ``ci`` preset: its default preset's): a few steps on tiny clouds, which run every stage (the sampling of
+    every loss term, the optimizer, a progress log, a loss-term balance where ``ci`` balances, the reference, the
+    export) in seconds.  Its errors mean nothing; it is for trying a set-up, and it is what the test suite runs of
+    each problem (tests/test_smoke.py).
 
     - ``training.steps``: ``ci``'s, at most :data:`SMOKE_STEPS` (3); a log every step, one checkpoint at the
       end; ``training.balance.every`` = 2 where ``ci`` balances the terms;

@@ -119,9 +119,11 @@ def test_resume_with_other_configuration_is_refused(tmp_path, monkeypatch):
     assert first.returncode == 0 and "stopped at step 2 of 4; continue with --resume" in first.stdout
     references = []  # the refusals below come before the reference (an FDTD run of the new source) is computed
     monkeypatch.setattr(REGISTRY[PROBLEM], "reference", lambda self: references.append(1))
+    before = (out / "config.toml").read_text()
     proc = run_main(*common, "--steps", "4", "--resume", "--set", "source.sigma=2.5e-3")
     assert proc.returncode == 2
     assert "source.sigma" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert (out / "config.toml").read_text() == before  # the refused configuration overwrote nothing
     # a --stop-after the checkpoint has passed: one line, not a silent exit
     proc = run_main(*common, "--steps", "4", "--resume", "--stop-after", "1")
     assert proc.returncode == 2 and "at or before the checkpoint's step 2" in proc.stderr
