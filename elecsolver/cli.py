@@ -311,7 +311,7 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
 
     out = Path(out)
     if preset is None:  # a problem built in Python: the preset its configuration is, else "custom"
-        preset = preset_of(problem)
+        preset = _preset_of(problem)
     _refuse_other_problems_outputs(out, problem.name)
     total = problem.training.total_steps
     if stop_after is not None and stop_after > total:
@@ -359,7 +359,7 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
 
             base = preset if preset in type(problem).presets else type(problem).default_preset  # the file has every key
             write_text(out / "config.toml", config_toml(problem, base, options,
-                                                        f"elecsolver run {run_target(problem)} --config "
+                                                        f"elecsolver run {_run_target(problem)} --config "
                                                         f"{out / 'config.toml'}"))
         context.barrier()
         _log_to_file(out, info.rank)
@@ -389,13 +389,13 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
         shutdown(clean=exc is None or issubclass(exc, Interrupted))  # every rank stopped at the same step
 
 
-def preset_of(problem) -> str:
+def _preset_of(problem) -> str:
     """The name of the preset whose configuration ``problem.config`` is, else "custom"."""
     cls = type(problem)
     return next((name for name in cls.presets if cls.preset_config(name) == problem.config), "custom")
 
 
-def run_target(problem) -> str:
+def _run_target(problem) -> str:
     """What ``elecsolver run`` takes to find ``problem``'s class: its registered name, else ``FILE.py:Class``."""
     import inspect
 

@@ -182,11 +182,12 @@ def invert(model, places, times, data: Mapping[str, np.ndarray], *, unknowns: Se
         opt.step()
         with torch.no_grad():
             u.clamp_(0.0, 1.0)
-    misfit = misfit_in(torch.float64)  # the polish in float64 converges to round-off of the misfit
+    # the polish in float64 converges to round-off of the misfit
+    misfit = search if search_dtype == "float64" else misfit_in(torch.float64)
     with torch.no_grad():
         after = misfit(u.detach().double())
     best = int(torch.argmin(after))
-    ub = u[best : best + 1].detach().double().requires_grad_(True)
+    ub = u[best : best + 1].detach().double().clone().requires_grad_(True)
     lbfgs = torch.optim.LBFGS([ub], lr=1.0, max_iter=lbfgs_steps, tolerance_grad=1e-14, tolerance_change=1e-18,
                               history_size=20, line_search_fn="strong_wolfe")
 

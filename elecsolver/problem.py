@@ -1048,9 +1048,9 @@ def _check_output_counts(config: dict) -> None:
     if not isinstance(png, bool):
         raise ConfigError(f"output.png must be true (write the PNG snapshots) or false, got {png!r}")
     for k, v in (config.get("output") or {}).items():
-        if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+        if _is_count(v) and v < 1:
             raise ConfigError(f"output.{k} = {v} must be a positive count")
-        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_OUTPUT_SITES_PER_AXIS:
+        if _is_count(v) and v > MAX_OUTPUT_SITES_PER_AXIS:
             raise ConfigError(f"output.{k} = {v} is beyond {MAX_OUTPUT_SITES_PER_AXIS} sites along one axis; "
                               "give fewer")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import run_main
-from test_mpirun import MPIRUN
+from test_mpirun import MPIRUN, _finish
 
 from elecsolver.training.interrupt import Interrupted, pending, stop_requests
 
@@ -37,11 +37,6 @@ def _start(args, env, ranks: int = 1, driver: bool = True) -> subprocess.Popen:
     if ranks > 1:
         cmd = [MPIRUN, "--oversubscribe", "-n", str(ranks), *cmd]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
-    out, err = proc.communicate(timeout=600)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _driver(args, env, ranks: int = 1):

@@ -57,7 +57,8 @@ class PML:
     reflection : float
         Target round-trip reflection R at normal incidence, in (0, 1) (default 1e-4).
     order : int
-        Grading order m, an integer in [1, 10] (default 2: s_a and its first derivative are continuous at the inner face).
+        Grading order m, an integer in [1, 10] (default 2: s_a and its first derivative are continuous at the
+        inner face).
 
     Raises
     ------
