@@ -174,7 +174,8 @@ class JetLinear(nn.Linear):
 
 
 class InputScaling(nn.Module):
-    """Affine input map x' = (x - centre) / half_width, so that every input spans [-1, 1].
+    """Affine input map x' = s (x - centre) / half_width, so that input column m spans [-s_m, s_m] (s_m = 1 unless
+    ``spans`` says otherwise).
 
     On jets every derivative channel of input column m is multiplied by inv_m = 1 / half_width_m
     (the map is affine), so that the network's second derivatives along the original inputs come
@@ -185,21 +186,31 @@ class InputScaling(nn.Module):
     ----------
     lower, upper : sequence of float
         The box the inputs live in, one entry per input column (nondimensional units).
+    spans : sequence of float, optional
+        The half width s_m each column is mapped to (positive; default 1 for every column).  With a first layer
+        initialised in proportion to its inputs (SIREN) a column with s_m < 1 starts with proportionally lower
+        frequencies along it: the network's parameter axes (``network.parameter_scale``).
 
     Raises
     ------
     ValueError
-        If the shapes differ or upper <= lower in some column.
+        If the shapes differ, upper <= lower in some column, or a span is not positive.
     """
 
-    def __init__(self, lower: Sequence[float], upper: Sequence[float]):
+    def __init__(self, lower: Sequence[float], upper: Sequence[float], spans: Sequence[float] | None = None):
         super().__init__()
         lo = torch.as_tensor(lower, dtype=torch.float64)
         hi = torch.as_tensor(upper, dtype=torch.float64)
         if lo.shape != hi.shape or bool((hi <= lo).any()):
             raise ValueError(f"input box needs upper > lower in every column, got {lower} and {upper}")
         self.register_buffer("centre", (lo + hi) / 2)
-        self.register_buffer("inv_half", 2.0 / (hi - lo))
+        inv_half = 2.0 / (hi - lo)
+        if spans is not None:
+            s = torch.as_tensor(spans, dtype=torch.float64)
+            if s.shape != lo.shape or not bool((s > 0).all()):
+                raise ValueError(f"input spans need one positive entry per column, got {spans}")
+            inv_half = inv_half * s
+        self.register_buffer("inv_half", inv_half)
 
     def forward(self, x):
         if isinstance(x, Jet):
@@ -958,7 +969,7 @@ HEADS["hard-dirichlet-component"] = lambda d, c: HardDirichlet([0.0], [1.0], com
 
 
 def build_body(options, in_features: int, out_features: int, lower: Sequence[float],
-               upper: Sequence[float]) -> nn.Sequential:
+               upper: Sequence[float], spans: Sequence[float] | None = None) -> nn.Sequential:
     """The flat body the ``network`` block describes: input scaling to [-1, 1] over the box [lower, upper]
     (``input_scaling``), optional Fourier features (``fourier_features`` > 0 rows, ``fourier_scale``), then
     the layers of ``kind`` ("mlp": linear and activation layers; "multiscale": the flat multiscale layers of
@@ -971,10 +982,12 @@ def build_body(options, in_features: int, out_features: int, lower: Sequence[flo
     in_features, out_features : int
     lower, upper : sequence of float
         The input box in training units.
+    spans : sequence of float, optional
+        The half width each input column is scaled to (:class:`InputScaling`; default 1).
     """
     layers: list[nn.Module] = []
     if options.input_scaling:
-        layers.append(InputScaling(lower, upper))
+        layers.append(InputScaling(lower, upper, spans))
     d = in_features
     if options.fourier_features:
         layers.append(FourierFeatures(in_features, options.fourier_features, options.fourier_scale))

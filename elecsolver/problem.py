@@ -697,7 +697,8 @@ class Problem:
         elif self.input_features is not None:
             body = self._features_body(lo, hi)
         else:
-            body = build_body(self.network, len(self.inputs), len(self.outputs), lo.tolist(), hi.tolist())
+            body = build_body(self.network, len(self.inputs), len(self.outputs), lo.tolist(), hi.tolist(),
+                              self._input_spans(0))
         heads: list[nn.Module] = []
         if self.hard_initial:
             t = self.inputs.index("t")
@@ -708,6 +709,14 @@ class Problem:
         if self.hard_pec:
             heads += self._pec_heads(lo, hi)
         return Network(body, [*heads, *self.heads])
+
+    def _input_spans(self, extra: int) -> list[float] | None:
+        """The half width each network input is scaled to: ``network.parameter_scale`` for a parameter column, 1
+        for the others and for ``extra`` feature columns after the inputs; None when every one is 1."""
+        s = float(self.network.parameter_scale)
+        if not self.parameters or s == 1.0:
+            return None
+        return [s if a.kind == "parameter" else 1.0 for a in self.axes] + [1.0] * extra
 
     def _subdomain_body(self, lo, hi) -> nn.Sequential:
         """The body with one copy of the fields per subdomain: the level-set features, the layers of the
@@ -723,7 +732,8 @@ class Problem:
         f_lo, f_hi = f.min(0).values.tolist(), f.max(0).values.tolist()
         block = len(self.outputs) // len(self.subdomain_order)
         m = len(self.subdomains)
-        body = build_body(self.network, len(self.inputs) + m, block, [*lo.tolist(), *f_lo], [*hi.tolist(), *f_hi])
+        body = build_body(self.network, len(self.inputs) + m, block, [*lo.tolist(), *f_lo], [*hi.tolist(), *f_hi],
+                          self._input_spans(m))
         return nn.Sequential(SubdomainFeatures(levels, m), *body, SubdomainMerge(m))
 
     def _features_body(self, lo, hi) -> nn.Sequential:
@@ -740,7 +750,7 @@ class Problem:
                               f"{list(f.shape)}")
         f_lo, f_hi = f.min(0).values.tolist(), f.max(0).values.tolist()
         body = build_body(self.network, len(lo) + f.shape[1], len(self.outputs), [*lo.tolist(), *f_lo],
-                          [*hi.tolist(), *f_hi])
+                          [*hi.tolist(), *f_hi], self._input_spans(f.shape[1]))
         return nn.Sequential(InputFeatures(self.input_features), *body)
 
     def _pec_heads(self, lo, hi) -> list[nn.Module]:

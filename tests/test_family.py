@@ -120,6 +120,40 @@ def test_near_field_head_with_parameter_columns():
         assert float((a - b).norm() / b.norm()) < 1e-10, kw
 
 
+def test_parameter_scale_narrows_only_the_parameter_columns():
+    """network.parameter_scale s maps each parameter input to [-s, s]: the network with s equals the one with s = 1
+    fed the parameter columns moved to centre + s (p - centre), space and time columns and their jets untouched; the
+    default builds the very network of before (float64)."""
+    from elecsolver.config import ConfigError
+    from elecsolver.networks import InputScaling, Network
+
+    base, narrow = _family(), _family(**{"network.parameter_scale": 0.25})
+    assert base._input_spans(0) is None and narrow._input_spans(2) == [1, 1, 1, .25, .25, .25, 1, 1]
+    torch.manual_seed(3)
+    n1 = base.build_network().double()
+    torch.manual_seed(3)
+    n2 = narrow.build_network().double()
+    s1, s2 = n1.state_dict(), n2.state_dict()
+    assert s1.keys() == s2.keys()
+    for k in s1:  # the same weights; only the scaling of the parameter columns differs
+        if not k.endswith("inv_half"):
+            assert torch.equal(s1[k], s2[k]), k
+    sc1 = next(m for m in n1.modules() if isinstance(m, InputScaling))
+    x = torch.as_tensor(narrow.sample("pde", seed=1).points[:64], dtype=torch.float64)
+    moved = x.clone()
+    moved[:, 3:] = sc1.centre[3:] + 0.25 * (x[:, 3:] - sc1.centre[3:])
+    names, outs = list(base.inputs), list(base.outputs)
+    kw = {"wrt": ["x", "y", "t"], "second": [("x", "x"), ("t", "t")]}
+    # the bodies (the near-field head reads the parameters themselves, unscaled)
+    a = evaluate(Network(n2.body, []), x, names, outs, **kw).jet.channels
+    b = evaluate(Network(n1.body, []), moved, names, outs, **kw).jet.channels
+    assert torch.allclose(a, b, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="positive"):
+        InputScaling([0.0, 0.0], [1.0, 1.0], [1.0, 0.0])
+    with pytest.raises(ConfigError, match="parameter_scale"):
+        _family(**{"network.parameter_scale": 0})
+
+
 # ---- data parallel ----------------------------------------------------------------------------------------------
 def test_family_dp2_equals_one_process(tmp_path):
     """Parameters are drawn with the points and sharded along space with them: dp = 2 is one process (float64)."""

@@ -45,6 +45,8 @@ DESCRIPTIONS = {
     "network.first_omega": "frequency of the first sin layer (siren)", "network.scales": "input scales of the "
     "multiscale sub-networks", "network.fourier_features": "random Fourier features in front (0: none)",
     "network.fourier_scale": "their frequency scale", "network.input_scaling": "map each input axis to [-1, 1]",
+    "network.parameter_scale": "half width a parameter input is mapped to (below 1: lower initial frequencies along "
+                               "the parameters)",
     "network.hard_initial": "initial values imposed by the head instead of a loss term",
     "network.hard_pec": "PEC walls of an axis-aligned box imposed by the head",
     "sampling.method": "sobol, halton, lhs or uniform", "sampling.interior": "collocation points of the PDE "

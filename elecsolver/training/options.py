@@ -37,7 +37,7 @@ FINISHERS = ("none", "lbfgs")  # training.finish.optimizer: the quasi-Newton fin
 BASE_CONFIG: dict = {
     "network": {"kind": "mlp", "width": 64, "depth": 4, "activation": "tanh", "init": "auto", "output_gain": 0.1,
                 "first_omega": 1.0, "scales": [1.0, 2.0, 4.0], "fourier_features": 0, "fourier_scale": 1.0,
-                "input_scaling": True, "hard_initial": False, "hard_pec": False},
+                "input_scaling": True, "parameter_scale": 1.0, "hard_initial": False, "hard_pec": False},
     "sampling": {"method": "sobol", "interior": 2000, "boundary": 400, "initial": 400, "resample_every": 100,
                  "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
                  "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"],
@@ -388,6 +388,7 @@ class NetworkOptions:
     fourier_features: int
     fourier_scale: float
     input_scaling: bool
+    parameter_scale: float
     hard_initial: bool
     hard_pec: bool
 
@@ -430,6 +431,11 @@ class NetworkOptions:
             raise ConfigError(f"network.scales must be a non-empty list of positive numbers, got {o.scales}")
         if not o.fourier_scale > 0:
             raise ConfigError(f"network.fourier_scale must be positive, got {o.fourier_scale}")
+        ps = o.parameter_scale
+        if isinstance(ps, bool) or not isinstance(ps, (int, float)) or not (math.isfinite(ps) and 0 < ps <= 1e3):
+            raise ConfigError(f"network.parameter_scale must be a number in (0, 1000] (the half width each parameter "
+                              f"input is scaled to; 1 as the space axes, below 1 for a field smooth in the parameters),"
+                              f" got {ps!r}")
         om = o.first_omega
         if isinstance(om, bool) or not isinstance(om, (int, float)) or not (math.isfinite(om) and 0 < om <= MAX_OMEGA):
             raise ConfigError(f"network.first_omega must be a number in (0, {MAX_OMEGA:g}] (the first layer's frequency "
