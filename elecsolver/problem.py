@@ -54,6 +54,7 @@ import torch
 from torch import nn
 
 from .axes import Axis, Parameter
+from .capabilities import active, check
 from .config import ConfigError, check_finite, merge
 from .geometry import Domain, TimeDomain
 from .operators import Fields, SubdomainFields
@@ -495,9 +496,7 @@ class Problem:
 
         if not self.network.hard_pec:
             return False
-        if self.subdomains:
-            raise ConfigError("network.hard_pec does not combine with subdomains (the PEC head acts on one copy of the "
-                              "fields); set network.hard_pec=false")
+        check(active(problem=self))  # with subdomains (elecsolver.capabilities)
         pec = [c for c in self.conditions if isinstance(c, PEC)]
         if not isinstance(self.space_domain, _AxisBox) or len(pec) != 1 or pec[0].on is not None:
             raise ConfigError("network.hard_pec needs an axis-aligned box domain with one PEC condition on its whole "

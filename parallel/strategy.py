@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from elecsolver.capabilities import active, refusal
 from elecsolver.config import ConfigError
 from elecsolver.training.context import RunContext
 
@@ -146,26 +147,9 @@ class ParallelOptions:
             DeviceMesh.sizes(self.dp, self.tp, self.pp, world)  # sizes only: no group is made here
         except MeshError as exc:
             raise ConfigError(str(exc)) from None
-        wants = [name for name, on in (("--tp", self.tp > 1), ("--pp", self.pp > 1), ("--zero", self.zero),
-                                        ("--recompute", self.recompute),
-                                        (f"--precision {self.precision}", self.precision != "fp32")) if on]
-        if training.compile and wants:
-            raise ConfigError(f"--compile together with {', '.join(wants)} is not supported (not verified equal to "
-                              "eager); run without --compile")
-        if training.derivatives != "jet" and (self.model_parallel or self.recompute):
-            raise ConfigError("tensor and pipeline parallelism and recompute need jet derivatives "
-                              "(training.derivatives='jet'): nested autograd is a double backward")
-        if training.optimizer != "adam" and self.zero:
-            raise ConfigError(f"--zero shards Adam's state; training.optimizer is {training.optimizer!r}")
-        if training.optimizer != "adam" and self.precision == "fp16":
-            raise ConfigError("--precision fp16 scales the loss, which the L-BFGS line search does not support; use "
-                              "--precision bf16 or fp32 with training.optimizer='lbfgs'")
-        if self.tp > 1 and self.precision != "fp32":
-            raise ConfigError(f"--precision {self.precision} with --tp is not supported yet (the sharded layers do "
-                              "not keep derivative channels in float32); use --precision fp32 with --tp")
-        if self.pp > 1 and training.accumulate > 1:
-            raise ConfigError("--accumulate with --pp: the pipeline already accumulates over its micro-batches; use "
-                              "--microbatches instead")
+        why = refusal(active(parallel=self, training=training))  # elecsolver.capabilities: the one table
+        if why is not None:
+            raise ConfigError(why)
 
     def as_dict(self) -> dict:
         return asdict(self)

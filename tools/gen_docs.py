@@ -369,15 +369,30 @@ def readme_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def combinations_table() -> str:
+    """Every refusal of elecsolver.capabilities, as docs/parallel.md prints it."""
+    from elecsolver.capabilities import combinations
+
+    lines = ["| this | does not combine with | because | instead |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {reason} | {fix} |" for a, b, reason, fix in combinations()]
+    return "\n".join(lines) + "\n"
+
+
+def _between(text: str, name: str, body: str) -> str:
+    """``text`` with what lies between its ``<!-- name:begin -->`` and ``<!-- name:end -->`` lines replaced."""
+    begin, end = f"<!-- {name}:begin -->\n", f"<!-- {name}:end -->"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + begin + body + end + rest.split(end, 1)[1]
+    return text
+
+
 def outputs() -> dict[Path, str]:
-    readme = (ROOT / "README.md").read_text()
-    begin, end = "<!-- results:begin -->\n", "<!-- results:end -->"
-    if begin in readme and end in readme:
-        head, rest = readme.split(begin, 1)
-        readme = head + begin + readme_table() + end + rest.split(end, 1)[1]
+    readme = _between((ROOT / "README.md").read_text(), "results", readme_table())
+    parallel = _between((ROOT / "docs" / "parallel.md").read_text(), "combinations", combinations_table())
     return {ROOT / "docs" / "problems.md": problems_page(), ROOT / "docs" / "configuration.md": configuration_page(),
             ROOT / "docs" / "cli.md": cli_page(), ROOT / "docs" / "benchmarks.md": benchmarks_page(),
-            ROOT / "README.md": readme}
+            ROOT / "README.md": readme, ROOT / "docs" / "parallel.md": parallel}
 
 
 def main(argv=None) -> int:

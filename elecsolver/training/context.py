@@ -105,6 +105,26 @@ class RunContext:
     solo: bool = False
     extra: dict = field(default_factory=dict)
 
+    @property
+    def capabilities(self) -> set[str]:
+        """The parallel capabilities (:mod:`elecsolver.capabilities`) this context's hooks apply: "tp" / "pp" from
+        the layout ``elecsolver.parallel`` records in ``extra`` (a model split without one counts as "tp", a
+        forward-backward hook as "pp"), "zero" for a sharded optimizer, "fp16" for a loss scaler and "bf16" for
+        autocast without one."""
+        layout = self.extra.get("layout", {})
+        on = {n for n in ("tp", "pp") if layout.get(n, 1) > 1}
+        if self.make_forward_backward is not None:
+            on.add("pp")
+        if self.model_parallel > 1 and not on:
+            on.add("tp")
+        if self.make_optimizer is not None:
+            on.add("zero")
+        if self.loss_scaler is not None:
+            on.add("fp16")
+        elif self.autocast is not None:
+            on.add("bf16")
+        return on
+
     def __post_init__(self):
         if self.is_writer is None:
             self.is_writer = self.rank == 0

@@ -14,6 +14,7 @@ import os
 from dataclasses import MISSING, dataclass, fields
 from typing import ClassVar
 
+from ..capabilities import active, check
 from ..config import ConfigError
 
 __all__ = ["BASE_CONFIG", "SHARD_MODES", "NetworkOptions", "SamplingOptions", "TrainingOptions"]
@@ -251,11 +252,6 @@ class TrainingOptions:
                               "quasi-Newton finish, but there is none: set training.finish.optimizer=lbfgs and "
                               "training.finish.steps=N, or least_squares.before_finish=false")
         object.__setattr__(o, "least_squares", ls)
-        if isinstance(o.slabs, int) and o.slabs > 1 and o.solves_output_layer:
-            raise ConfigError("training.slabs > 1 does not combine with a least-squares solve of the output layer "
-                              "(training.least_squares, or training.optimizer='least_squares'; the solve needs the "
-                              "network's last layer, which a slab's network holds twice): set training.slabs=1, or "
-                              "least_squares.every=0 / before_finish=false and an optimizer such as 'adam'")
         if not (isinstance(o.slabs, int) and not isinstance(o.slabs, bool) and 1 <= o.slabs <= o.steps):
             raise ConfigError(f"training.slabs must be an integer in [1, training.steps={o.steps}] (at least one "
                               f"step a slab; 1: the whole time window at once), got {o.slabs!r}: give more --steps or "
@@ -282,12 +278,7 @@ class TrainingOptions:
             raise ConfigError("training.cuda_graphs captures the compiled step as CUDA graphs, but training.compile "
                               "is off; add --compile (or --set training.compile=true), or set training.cuda_graphs="
                               "false")
-        if o.compile and o.derivatives != "jet":
-            raise ConfigError("training.compile (--compile) needs jet derivatives, but training.derivatives is "
-                              "'autograd' (nested autograd cannot be compiled); drop one of the two")
-        if o.compile and o.optimizer != "adam":
-            raise ConfigError(f"training.compile (--compile) compiles Adam's update; with training.optimizer="
-                              f"{o.optimizer!r} run without --compile")
+        check(active(training=o))  # what the block's own features do not combine with (elecsolver.capabilities)
         return o
 
 

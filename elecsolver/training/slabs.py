@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..capabilities import active, check
 from ..config import ConfigError
 from ..geometry import TimeDomain
 from ..jets import Jet
@@ -139,11 +140,7 @@ class SlabTrainer:
             raise ConfigError(f"training.slabs={problem.training.slabs} needs a time-dependent problem; "
                               f"{problem.name} has no time: set training.slabs=1")
         ctx = context if context is not None else RunContext.from_comm(kwargs.pop("comm", None))
-        if ctx.model_parallel > 1 or ctx.make_forward_backward is not None or ctx.make_optimizer is not None \
-                or ctx.loss_scaler is not None or ctx.autocast is not None:
-            raise ConfigError("training.slabs > 1 does not combine with tensor or pipeline parallelism, ZeRO or "
-                              "mixed precision (a slab's network wraps a one-device network); use data "
-                              "parallelism alone or set training.slabs=1")
+        check(ctx.capabilities | active(training=problem.training, problem=problem))  # elecsolver.capabilities
         self.problem, self.ctx, self.kwargs = problem, ctx, kwargs
         self.options = problem.training
         self.bounds = slab_bounds(problem)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import capabilities
 from .._version import __version__
 from ..config import ConfigError
 from ..io.atomic import atomic_path, write_text
@@ -84,7 +85,8 @@ class Trainer:
     Raises
     ------
     ConfigError
-        If a launcher started several ranks but no context was given.
+        If a launcher started several ranks but no context was given, or the context's strategy, the training
+        block and the problem turn on capabilities that do not combine (:mod:`elecsolver.capabilities`).
     """
 
     SYNC_EVERY = 50  # on a GPU, steps between reads of the loss (see train)
@@ -101,6 +103,8 @@ class Trainer:
                  shard_sizes: dict[str, list[int]] | None = None, progress: bool = True, check_gradients=None):
         self.problem, self.options = problem, problem.training
         self.ctx = context if context is not None else RunContext.from_comm(comm)
+        # what the strategy, the training block and the problem turn on must combine (elecsolver.capabilities)
+        capabilities.check(self.ctx.capabilities | capabilities.active(training=problem.training, problem=problem))
         launched = launched_world_size()
         if self.ctx.world * self.ctx.model_parallel == 1 and launched > 1 and not self.ctx.solo:
             raise ConfigError(f"this process is one of {launched} ranks started by a launcher (mpirun, torchrun or "
@@ -161,19 +165,6 @@ class Trainer:
                                 make_optimizer=ctx.make_optimizer, loss_scaler=ctx.loss_scaler,
                                 autocast=ctx.autocast, optimizer_state_dict=ctx.optimizer_state_dict)
         self.main_stepper = self.stepper
-        if self.options.finish_steps:
-            self._check_finish(forward_backward)
-        ls_on = self.options.solves_output_layer
-        if ls_on and problem.subdomains:
-            raise ConfigError("training.least_squares does not combine with subdomains (their level-set features "
-                              "take reverse-mode derivatives inside the network, which the solve's forward-mode "
-                              "Jacobian cannot pass through); set training.least_squares.every=0 and "
-                              "before_finish=false (and training.optimizer not 'least_squares')")
-        if ls_on and (ctx.model_parallel > 1 or forward_backward is not None or ctx.make_optimizer is not None):
-            raise ConfigError("training.least_squares (the output layer by least squares) does not combine with "
-                              "tensor or pipeline parallelism or ZeRO (each rank must hold the whole layer); set "
-                              "training.least_squares.every=0 and before_finish=false (and training.optimizer not "
-                              "'least_squares')")
         self._forward_backward = forward_backward
         self._eval_model: nn.Module | None = None
         self.step, self.wall_s, self.points_processed = 0, 0.0, 0
@@ -221,9 +212,6 @@ class Trainer:
         """
         from ..query import load_network_state
 
-        if self.ctx.model_parallel > 1:
-            raise ConfigError("training.init_from (--init-from) loads a whole network; it does not combine with --tp "
-                              "or --pp")
         try:
             state = load_network_state(self.problem, folder)
         except ConfigError as exc:
@@ -331,18 +319,6 @@ class Trainer:
         return out
 
     # the quasi-Newton finish -------------------------------------------------------------------
-    def _check_finish(self, forward_backward) -> None:
-        ctx, why = self.ctx, None
-        if ctx.model_parallel > 1 or forward_backward is not None:
-            why = "tensor or pipeline parallelism (L-BFGS's inner products would see one shard of the parameters)"
-        elif ctx.make_optimizer is not None:
-            why = "a sharded optimizer state (ZeRO)"
-        elif ctx.loss_scaler is not None or ctx.autocast is not None:
-            why = "mixed precision (the line search needs the loss in the training dtype)"
-        if why:
-            raise ConfigError(f"training.finish (the L-BFGS finish) does not combine with {why}; set "
-                              "training.finish.steps=0 or run without that option")
-
     @property
     def in_finish(self) -> bool:
         """Whether the run is in its quasi-Newton finish (steps >= ``training.steps``)."""
