@@ -85,6 +85,15 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--config", metavar="FILE.toml", help="a configuration file applied on top of the preset")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change a configuration entry by dotted key; VALUE is a JSON literal")
+    pl = sub.add_parser("plan", help="list the parallel plans a problem can run on N ranks, and why the others "
+                        "cannot (docs/parallel.md)")
+    pl.add_argument("problem", help="a registered name, file.py[:Class] or package.module:Class")
+    pl.add_argument("--world-size", type=int, required=True, metavar="N", help="ranks the run will have")
+    pl.add_argument("--preset", help="the preset to plan for (default: the problem's default)")
+    pl.add_argument("--config", metavar="FILE.toml", help="a configuration file applied on top of the preset")
+    pl.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="change a configuration entry by dotted key; VALUE is a JSON literal")
+    pl.add_argument("--rejected", action="store_true", help="also list every rejected plan with its reason")
     r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
     r.add_argument("problem", help="a name from 'elecsolver problems', a file my_problem.py[:Class] or "
                    "package.module:Class")
@@ -562,6 +571,31 @@ def _launch_rank() -> int:
         return 0
 
 
+def _plan(args) -> None:
+    """``elecsolver plan``: the feasible plans as the flags that run them, then (``--rejected``) the others with
+    their reasons, and a count of each kind of reason."""
+    from collections import Counter
+
+    from .parallel.planner import feasibility
+
+    if args.world_size is None or args.world_size < 1:
+        raise UsageError(f"--world-size must be a positive integer, got {args.world_size}")
+    problem = _configure(load_problem_class(args.problem), args)
+    checks = feasibility(problem, args.world_size)
+    ok = [c for c in checks if c.ok]
+    print(f"# {problem.name}, {args.world_size} rank(s): {len(ok)} of {len(checks)} plans can run (not ranked: the "
+          "time and memory models are not built yet)")
+    for c in ok:
+        print(c.plan.flags())
+    kinds = Counter(c.reason[0] for c in checks if not c.ok)
+    if kinds:
+        print("# rejected: " + ", ".join(f"{n} for {k}" for k, n in sorted(kinds.items())))
+    if args.rejected:
+        for c in checks:
+            if not c.ok:
+                print(f"{c.plan.flags()}  # {c.reason[0]}: {c.reason[1]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``elecsolver`` command; returns the exit code."""
     def go():
@@ -574,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
             problem = _configure(load_problem_class(args.problem), args)
             print(config_toml(problem, args.preset, getattr(args, "parallel_file", None) or None), end="")
             return None
+        if args.command == "plan":
+            return _plan(args)
         if args.command == "problems":
             from .problems import REGISTRY
 

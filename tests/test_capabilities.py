@@ -89,6 +89,7 @@ def test_the_context_declares_what_its_hooks_apply():
 def test_the_trainer_refuses_what_its_context_adds():
     """A hand-made context with a sharded optimizer and a least-squares problem: the Trainer's one check."""
     from elecsolver.problems import REGISTRY
+
     from elecsolver.trainer import Trainer
 
     cls = REGISTRY["helmholtz-square"]
