@@ -93,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--config", metavar="FILE.toml", help="a configuration file applied on top of the preset")
     pl.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="change a configuration entry by dotted key; VALUE is a JSON literal")
+    pl.add_argument("--memory-per-rank", metavar="SIZE", help="memory of one rank, e.g. 4GiB or 512MiB: measure this "
+                    "problem's activation coefficients (two short steps here) and reject plans predicted above 80 %% "
+                    "of it")
     pl.add_argument("--rejected", action="store_true", help="also list every rejected plan with its reason")
     r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
     r.add_argument("problem", help="a name from 'elecsolver problems', a file my_problem.py[:Class] or "
@@ -571,22 +574,48 @@ def _launch_rank() -> int:
         return 0
 
 
+_SIZE_UNITS = {"": 2**-20, "b": 2**-20, "k": 2**-10, "kib": 2**-10, "m": 1, "mib": 1, "g": 2**10, "gib": 2**10,
+               "t": 2**20, "tib": 2**20, "kb": 1e3 / 2**20, "mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
+
+
+def _mib_of(text: str) -> float:
+    """A size such as 4GiB, 512MiB or 80GB in MiB.
+
+    Raises
+    ------
+    UsageError
+        For anything else.
+    """
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text or "")
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _SIZE_UNITS or float(m.group(1)) <= 0:
+        raise UsageError(f"--memory-per-rank must be a positive size such as 4GiB, 512MiB or 80GB, got {text!r}")
+    return float(m.group(1)) * _SIZE_UNITS[unit]
+
+
 def _plan(args) -> None:
-    """``elecsolver plan``: the feasible plans as the flags that run them, then (``--rejected``) the others with
-    their reasons, and a count of each kind of reason."""
+    """``elecsolver plan``: the feasible plans as the flags that run them (with ``--memory-per-rank``, each with
+    its predicted memory), then (``--rejected``) the others with their reasons, and a count of each kind of reason."""
     from collections import Counter
 
-    from .parallel.planner import feasibility
+    from .parallel.planner import calibrate, feasibility
 
     if args.world_size is None or args.world_size < 1:
         raise UsageError(f"--world-size must be a positive integer, got {args.world_size}")
+    limit = _mib_of(args.memory_per_rank) if args.memory_per_rank is not None else None
     problem = _configure(load_problem_class(args.problem), args)
-    checks = feasibility(problem, args.world_size)
+    coeffs = None
+    if limit is not None:  # measured at up to 4000 points a step: the activations are linear in the points
+        total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
+        coeffs = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
+    checks = feasibility(problem, args.world_size, memory_mib=limit, coefficients=coeffs)
     ok = [c for c in checks if c.ok]
     print(f"# {problem.name}, {args.world_size} rank(s): {len(ok)} of {len(checks)} plans can run (not ranked: the "
-          "time and memory models are not built yet)")
+          "time model is not built yet)")
     for c in ok:
-        print(c.plan.flags())
+        print(c.plan.flags() + (f"  # {c.memory_mib:.1f} MiB predicted" if c.memory_mib is not None else ""))
     kinds = Counter(c.reason[0] for c in checks if not c.ok)
     if kinds:
         print("# rejected: " + ", ".join(f"{n} for {k}" for k, n in sorted(kinds.items())))

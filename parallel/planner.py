@@ -10,8 +10,20 @@ starting a process group, and gives the reason a plan cannot run:
   layers than pp stages (the very sharding and cutting code the run uses, on a copy of the network);
 - ``points``: a loss term has fewer points on a data-parallel rank than the pipeline has micro-batches.
 
-This is the search space and its constraints; the memory and time models that rank the feasible plans are not
-built yet, so :func:`feasibility` orders plans as :func:`candidate_plans` does, not by speed.
+- ``memory``: with a memory per rank and a calibrated memory model, the plan's largest rank is predicted above
+  (1 - margin) of it.
+
+The memory model counts parameters, gradients, Adam's two moments (sharded over dp by ZeRO) and the dp gradient
+buffer exactly, from the shards the run would hold, and models the activations as c x (A / dp) x W x the share of
+micro-batches in flight: A the points of a step times each loss term's jet channels (value and the derivatives its
+residual reads), W the output features of the rank's weight layers, c bytes per unit measured by :func:`calibrate`
+from two short steps on one process (plain and with recompute; the peak of torch's CPU allocations,
+:func:`~elecsolver.parallel.profiling.peak_allocated_mib`). The in-flight share follows the schedules: GPipe holds
+every micro-batch's activations until its backward, 1F1B at most min(m, pp - stage) of m on a stage (Narayanan et
+al., PipeDream-Flush, SOSP 2019, sec. 3). Calibrated at width 32 and half the main job's points, it predicts width
+64 at twice the points within 0.6 % (plain) and 0.0 % (recompute) on one process
+(``tests/test_planner.py``). The time model that will rank the feasible plans is not built yet, so
+:func:`feasibility` orders plans as :func:`candidate_plans` does, not by speed.
 """
 
 from __future__ import annotations
@@ -24,7 +36,8 @@ import torch
 
 from elecsolver.capabilities import active, refusal
 
-__all__ = ["Plan", "PlanCheck", "candidate_plans", "feasibility"]
+__all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "calibrate", "candidate_plans", "feasibility", "point_channels",
+           "predict_mib"]
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -63,10 +76,12 @@ class Plan:
 @dataclass(frozen=True)
 class PlanCheck:
     """A plan and whether it can run: ``reason`` is None, or (kind, one line) with kind "capability",
-    "divisibility" or "points"."""
+    "divisibility", "points" or "memory"; ``memory_mib``: the predicted memory of its largest rank, when a memory
+    model was given."""
 
     plan: Plan
     reason: tuple[str, str] | None
+    memory_mib: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -119,22 +134,114 @@ class _StubMesh:
         return None
 
 
-def _split_reason(model, tp: int, pp: int) -> str | None:
-    """Why the network cannot be cut into pp stages with each stage's layers sharded tp ways (None if it can)."""
+def _shards(model, tp: int, pp: int) -> list:
+    """The network as tp rank 0 of every pipeline stage holds it (copies; the run's own cutting and sharding).
+
+    Raises
+    ------
+    ValueError
+        If the network cannot be cut into pp stages or a stage's layers sharded tp ways.
+    """
     from .pipeline import split_network
     from .tensor_parallel import apply_tensor_parallel
 
-    try:
-        stages = [split_network(copy.deepcopy(model), pp, k) for k in range(pp)] if pp > 1 else [copy.deepcopy(model)]
-        if tp > 1:
-            for stage in stages:
-                apply_tensor_parallel(stage, _StubMesh(tp))
-    except ValueError as exc:
-        return str(exc).splitlines()[0]
-    return None
+    stages = [split_network(copy.deepcopy(model), pp, k) for k in range(pp)] if pp > 1 else [copy.deepcopy(model)]
+    if tp > 1:
+        for stage in stages:
+            apply_tensor_parallel(stage, _StubMesh(tp))
+    return stages
 
 
-def feasibility(problem, world: int, plans: list[Plan] | None = None) -> list[PlanCheck]:
+def _width_units(module) -> int:
+    """W: the output features of every weight layer summed (a grouped layer [G, out, in] counts G out), as this
+    rank holds them: each is one activation column per point and jet channel."""
+    return sum(int(w.numel() // w.shape[-1]) for name, w in module.named_parameters()
+               if name.endswith("weight") and w.dim() >= 2)
+
+
+def point_channels(problem, model) -> int:
+    """A: the points of one step summed over the loss terms, each times its jet channels (value, first and second
+    derivatives the term's residual reads), over all ranks."""
+    from elecsolver.operators import evaluate
+
+    total = 0
+    for c in problem.constraints():
+        pts = problem.sample(c.name, seed=problem.training.seed).points
+        x = torch.as_tensor(pts[:2], dtype=torch.float32)
+        f = evaluate(model, x, problem.inputs, problem.outputs, wrt=c.wrt or None, second=c.second or None,
+                     laplacian=c.laplacian)
+        total += len(pts) * int(f.jet.channels.shape[0])
+    return total
+
+
+@dataclass(frozen=True)
+class MemoryCoefficients:
+    """Activation bytes per point-channel and width unit (A x W), measured on one process: ``plain`` and with
+    ``recompute``. Every other term of the memory model is counted exactly (parameters, gradients, Adam's two moments,
+    the data-parallel gradient buffer)."""
+
+    plain: float
+    recompute: float
+    measured_on: str = ""
+
+
+def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoefficients:
+    """Measure one training step's peak allocation on this process, plain and with recompute, and fit the
+    activation coefficients: (peak - gradients) / (A W).
+
+    Parameters
+    ----------
+    problem : Problem
+        Its configuration (network, points, dtype) is measured; ``points_scale`` < 1 measures at fewer points (the
+        activations are linear in the points: ``benchmarks/planner_memory.py``).
+    measure : callable, optional
+        ``measure(fn) -> MiB``, default :func:`~elecsolver.parallel.profiling.peak_allocated_mib`.
+    """
+    from elecsolver.config import merge
+    from elecsolver.trainer import Trainer
+
+    from .profiling import peak_allocated_mib
+    from .strategy import apply_parallelism
+
+    measure = measure or peak_allocated_mib
+    cfg = problem.config
+    if points_scale != 1.0:
+        keys = {"interior", "boundary", "initial"} | {c.name for c in problem.constraints()}
+        counts = {k: max(1, int(v * points_scale)) for k, v in cfg["sampling"].items()
+                  if isinstance(v, int) and not isinstance(v, bool) and k in keys}
+        problem = type(problem)(merge(cfg, {"sampling": counts}))
+    out = {}
+    for recompute in (False, True):
+        model, ctx = apply_parallelism(problem, None, torch.device("cpu"), {"recompute": recompute})
+        trainer = Trainer(problem, model, ctx, progress=False)
+        trainer.batches()
+        trainer.train_step()  # Adam's state exists from here on: the next step's peak is activations and gradients
+        peak = measure(trainer.train_step) * 2**20
+        grads = sum(p.numel() * p.element_size() for p in model.parameters())
+        out[recompute] = max(0.0, peak - grads) / (point_channels(problem, model) * _width_units(model))
+    return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process")
+
+
+def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4) -> float:
+    """The largest rank's memory in MiB for ``plan``: per stage, parameters, gradients and Adam's two moments
+    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x (A / dp) x W_stage x the share of
+    micro-batches in flight (GPipe: all; 1F1B: min(m, pp - stage) of m).
+
+    Mixed precision is modelled as fp32 (an upper bound on the value channel)."""
+    worst = 0.0
+    coeff = coeffs.recompute if plan.recompute else coeffs.plain
+    for k, stage in enumerate(stages):
+        params = sum(p.numel() for p in stage.parameters()) * dtype_bytes
+        state = params * (2 + 2 / (plan.dp if plan.zero else 1)) + (params if plan.dp > 1 else 0)
+        inflight = 1.0 if plan.pp == 1 or plan.schedule == "gpipe" else \
+            min(plan.microbatches, plan.pp - k) / plan.microbatches
+        act = coeff * (a_global / plan.dp) * _width_units(stage) * inflight * dtype_bytes / 4
+        worst = max(worst, (state + act) / 2**20)
+    return worst
+
+
+def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib: float | None = None,
+                coefficients: MemoryCoefficients | None = None, margin: float = 0.2) -> list[PlanCheck]:
     """Check every plan (default :func:`candidate_plans` of ``world``) against ``problem``.
 
     Parameters
@@ -144,6 +251,11 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None) -> list[Pl
         sampled once for their point counts, assumed shared evenly over the data-parallel ranks.
     world : int
         Ranks.
+    memory_mib : float, optional
+        Memory per rank; with ``coefficients`` (:func:`calibrate`) a plan whose predicted memory exceeds
+        ``(1 - margin) memory_mib`` is rejected for "memory".
+    coefficients : MemoryCoefficients, optional
+        With them every plan that can run gets its predicted memory (``PlanCheck.memory_mib``).
 
     Returns
     -------
@@ -156,16 +268,21 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None) -> list[Pl
     model = build_model(problem, torch.device("cpu"))
     counts = {c.name: len(problem.sample(c.name, seed=problem.training.seed).points)
               for c in problem.constraints()}
-    splits: dict[tuple[int, int], str | None] = {}
+    a_global = point_channels(problem, model) if coefficients is not None else 0
+    dtype_bytes = 8 if problem.training.dtype == "float64" else 4
+    splits: dict[tuple[int, int], list | str] = {}
     out = []
     for plan in plans:
         why = refusal(active(parallel=plan.options(), training=problem.training, problem=problem))
         reason = ("capability", why) if why else None
+        key = (plan.tp, plan.pp)
         if reason is None:
-            key = (plan.tp, plan.pp)
             if key not in splits:
-                splits[key] = _split_reason(model, plan.tp, plan.pp)
-            if splits[key]:
+                try:
+                    splits[key] = _shards(model, plan.tp, plan.pp)
+                except ValueError as exc:
+                    splits[key] = str(exc).splitlines()[0]
+            if isinstance(splits[key], str):
                 reason = ("divisibility", splits[key])
         if reason is None and plan.pp > 1:
             short = {n: c // plan.dp for n, c in counts.items() if 0 < c // plan.dp < plan.microbatches}
@@ -173,5 +290,11 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None) -> list[Pl
                 names = ", ".join(f"{n!r} ({k})" for n, k in short.items())
                 reason = ("points", f"loss terms with fewer points on a data-parallel rank than the {plan.microbatches}"
                                     f" micro-batches: {names}")
-        out.append(PlanCheck(plan, reason))
+        mib = None
+        if reason is None and coefficients is not None:
+            mib = predict_mib(plan, splits[key], a_global, coefficients, dtype_bytes)
+            if memory_mib is not None and mib > (1 - margin) * memory_mib:
+                reason = ("memory", f"{mib:.3g} MiB predicted on the largest rank, over {1 - margin:.0%} of "
+                                    f"{memory_mib:.4g} MiB")
+        out.append(PlanCheck(plan, reason, mib))
     return out
