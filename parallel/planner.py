@@ -159,6 +159,13 @@ def _width_units(module) -> int:
                if name.endswith("weight") and w.dim() >= 2)
 
 
+def _input_units(stage) -> int:
+    """The input features of a stage's first weight layer (a grouped layer [G, out, in] counts G in): what a
+    pipeline stage after the first receives, per point and jet channel, and holds until its backward."""
+    w = next(w for name, w in stage.named_parameters() if name.endswith("weight") and w.dim() >= 2)
+    return int(w.shape[-1] * (w.shape[0] if w.dim() == 3 else 1))
+
+
 def point_channels(problem, model) -> int:
     """A: the points of one step summed over the loss terms, each times its jet channels (value, first and second
     derivatives the term's residual reads), over all ranks."""
@@ -222,12 +229,17 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
     return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process")
 
 
-def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4) -> float:
+def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4,
+                unsharded: list | None = None) -> float:
     """The largest rank's memory in MiB for ``plan``: per stage, parameters, gradients and Adam's two moments
-    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x (A / dp) x W_stage x the share of
-    micro-batches in flight (GPipe: all; 1F1B: min(m, pp - stage) of m).
+    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x (A / dp) x W x the share of
+    micro-batches in flight (GPipe: all; 1F1B: min(m, pp - stage) of m), W the stage's output features; a stage
+    after the first also holds the features it receives, one tensor of the training dtype a unit.
 
-    Mixed precision is modelled as fp32 (an upper bound on the value channel)."""
+    Under recompute W is that of the stage before tensor-parallel sharding (``unsharded``, the same stages with tp
+    = 1): what recompute keeps are the blocks' inputs, which tp replicates (benchmarks/planner_memory.py measured
+    tp = 2 with recompute at 0.69x of a prediction from the sharded widths). Mixed precision is modelled as fp32
+    (an upper bound on the value channel)."""
     worst = 0.0
     coeff = coeffs.recompute if plan.recompute else coeffs.plain
     for k, stage in enumerate(stages):
@@ -235,7 +247,9 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
         state = params * (2 + 2 / (plan.dp if plan.zero else 1)) + (params if plan.dp > 1 else 0)
         inflight = 1.0 if plan.pp == 1 or plan.schedule == "gpipe" else \
             min(plan.microbatches, plan.pp - k) / plan.microbatches
-        act = coeff * (a_global / plan.dp) * _width_units(stage) * inflight * dtype_bytes / 4
+        widths = (unsharded or stages)[k] if plan.recompute else stage
+        received = _input_units(stage) * dtype_bytes if k > 0 else 0  # one tensor a unit, not a layer's c
+        act = (coeff * _width_units(widths) * dtype_bytes / 4 + received) * (a_global / plan.dp) * inflight
         worst = max(worst, (state + act) / 2**20)
     return worst
 
@@ -292,7 +306,9 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
                                     f" micro-batches: {names}")
         mib = None
         if reason is None and coefficients is not None:
-            mib = predict_mib(plan, splits[key], a_global, coefficients, dtype_bytes)
+            if (1, plan.pp) not in splits:
+                splits[(1, plan.pp)] = _shards(model, 1, plan.pp)
+            mib = predict_mib(plan, splits[key], a_global, coefficients, dtype_bytes, splits[(1, plan.pp)])
             if memory_mib is not None and mib > (1 - margin) * memory_mib:
                 reason = ("memory", f"{mib:.3g} MiB predicted on the largest rank, over {1 - margin:.0%} of "
                                     f"{memory_mib:.4g} MiB")

@@ -114,8 +114,9 @@ def test_memory_model_calibrated_on_a_small_network_predicts_a_larger_one():
 
 def test_memory_terms_of_the_plan():
     """Exact bookkeeping of predict_mib: ZeRO shards Adam's moments over dp, a dp gradient buffer, 1F1B holds
-    min(m, pp - stage) of m micro-batches on a stage, GPipe all of them, recompute its own coefficient."""
-    from elecsolver.parallel.planner import MemoryCoefficients, _shards, _width_units, predict_mib
+    min(m, pp - stage) of m micro-batches on a stage, GPipe all of them, a later stage what it receives, recompute
+    its own coefficient."""
+    from elecsolver.parallel.planner import MemoryCoefficients, _input_units, _shards, _width_units, predict_mib
     from elecsolver.training.trainer import build_model
 
     p = _problem()
@@ -136,9 +137,9 @@ def test_memory_terms_of_the_plan():
     p0 = sum(q.numel() for q in two[0].parameters()) * 4
     f1b, gpipe = (predict_mib(Plan(1, 1, 2, 4, s), two, a, co) * 2**20 for s in ("1f1b", "gpipe"))
     assert gpipe >= 4 * p0 + 8.0 * a * w0 - 1e-6
-    p1 = sum(q.numel() for q in two[1].parameters()) * 4
-    assert f1b == pytest.approx(max(4 * p0 + 8.0 * a * w0 * 2 / 4, 4 * p1 + 8.0 * a * _width_units(two[1]) / 4),
-                                rel=1e-12)
+    p1, received = sum(q.numel() for q in two[1].parameters()) * 4, _input_units(two[1]) * 4  # float32
+    assert f1b == pytest.approx(max(4 * p0 + 8.0 * a * w0 * 2 / 4,
+                                    4 * p1 + (8.0 * _width_units(two[1]) + received) * a / 4), rel=1e-12)
 
 
 def test_plan_command_with_a_memory_limit():
