@@ -40,10 +40,10 @@ def _problem():
 
 def worker() -> None:
     import torch
-
     from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
     from elecsolver.parallel.profiling import peak_allocated_mib
     from elecsolver.parallel.strategy import apply_parallelism
+
     from elecsolver.trainer import Trainer
 
     comm, info, dev = init_data_parallel("cpu")
@@ -68,7 +68,6 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="launches of the 2-rank runs; the median is reported")
     args = ap.parse_args(argv)
     import torch
-
     from elecsolver.parallel.planner import Plan, calibrate, feasibility
 
     torch.set_num_threads(1)

@@ -77,9 +77,9 @@ def test_plan_command(tmp_path):
 def _measured_mib(p, recompute: bool) -> float:
     """One step's peak of torch's CPU allocations plus what the step starts with (parameters, Adam's moments)."""
     import torch
-
     from elecsolver.parallel.profiling import peak_allocated_mib
     from elecsolver.parallel.strategy import apply_parallelism
+
     from elecsolver.trainer import Trainer
 
     m, c = apply_parallelism(p, None, torch.device("cpu"), {"recompute": recompute})
@@ -93,7 +93,6 @@ def test_memory_model_calibrated_on_a_small_network_predicts_a_larger_one():
     """Activation coefficients measured at width 32 and half the main job's points predict the peak at width 64 and
     twice the points, plain and with recompute, within 5 % (measured: 0.6 % and 0.0 %; Aceso reports 12-16 %)."""
     import torch
-
     from elecsolver.parallel.planner import calibrate
 
     torch.set_num_threads(1)
@@ -116,7 +115,14 @@ def test_memory_terms_of_the_plan():
     """Exact bookkeeping of predict_mib: ZeRO shards Adam's moments over dp, a dp gradient buffer, 1F1B holds
     min(m, pp - stage) of m micro-batches on a stage, GPipe all of them, a later stage what it receives, recompute
     its own coefficient."""
-    from elecsolver.parallel.planner import MemoryCoefficients, _input_units, _shards, _width_units, predict_mib
+    from elecsolver.parallel.planner import (
+        MemoryCoefficients,
+        _input_units,
+        _shards,
+        _width_units,
+        predict_mib,
+    )
+
     from elecsolver.training.trainer import build_model
 
     p = _problem()
