@@ -22,8 +22,12 @@ from two short steps on one process (plain and with recompute; the peak of torch
 every micro-batch's activations until its backward, 1F1B at most min(m, pp - stage) of m on a stage (Narayanan et
 al., PipeDream-Flush, SOSP 2019, sec. 3). Calibrated at width 32 and half the main job's points, it predicts width
 64 at twice the points within 0.6 % (plain) and 0.0 % (recompute) on one process
-(``tests/test_planner.py``). The time model that will rank the feasible plans is not built yet, so
-:func:`feasibility` orders plans as :func:`candidate_plans` does, not by speed.
+(``tests/test_planner.py``); per rank on 2 ranks within 13 % (``benchmarks/planner_memory.py``).
+
+A first step-time model (:func:`predict_step_s`, :func:`calibrate_time`) is measured against 2-rank runs by
+``benchmarks/planner_time.py``: 0.90-1.17 of the measurement for pipelines, 0.44-0.72 for dp and tp (see
+docs/parallel.md). It is not accurate enough to rank plans yet, so :func:`feasibility` orders plans as
+:func:`candidate_plans` does, not by speed.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ import torch
 
 from elecsolver.capabilities import active, refusal
 
-__all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "calibrate", "candidate_plans", "feasibility", "point_channels",
-           "predict_mib"]
+__all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "TimeCoefficients", "calibrate", "calibrate_time",
+           "candidate_plans", "feasibility", "point_channels", "predict_mib", "predict_step_s"]
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -82,6 +86,7 @@ class PlanCheck:
     plan: Plan
     reason: tuple[str, str] | None
     memory_mib: float | None = None
+    step_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -254,8 +259,133 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
     return worst
 
 
+@dataclass(frozen=True)
+class TimeCoefficients:
+    """The time model's measured rates.
+
+    Attributes
+    ----------
+    s_per_mac : float
+        Seconds per multiply-add of the weight layers per point-channel on one rank (the local compute, which data,
+        tensor and pipeline parallelism divide).
+    global_s : float
+        The part of a step every rank pays whatever dp is (sampling the global cloud, the optimizer, Python).
+    microbatch_s : float
+        The fixed cost of each further micro-batch (measured with gradient accumulation on one process).
+    recompute_factor : float
+        Recompute's factor on the local compute.
+    alpha_s, beta_s_per_byte : float
+        One message of b bytes costs alpha + beta b (Hockney's model).
+    """
+
+    s_per_mac: float
+    global_s: float
+    microbatch_s: float
+    recompute_factor: float
+    alpha_s: float
+    beta_s_per_byte: float
+    measured_on: str = ""
+
+
+def _macs(module) -> int:
+    """Multiply-adds of the rank's weight layers per point and jet channel (the local weights' elements)."""
+    return sum(int(w.numel()) for name, w in module.named_parameters() if name.endswith("weight") and w.dim() >= 2)
+
+
+def _tp_widths(module) -> list[int]:
+    """The widths of the all-reduces a tp-sharded stage does per micro-batch: a row-parallel layer's output
+    (forward) and a column-parallel layer's input (its gradient, backward)."""
+    from .tensor_parallel import sharded_modules
+
+    out = []
+    for m in sharded_modules(module).values():
+        w = m.weight
+        g = w.shape[0] if w.dim() == 3 else 1
+        out.append(int((w.shape[-2] if "Row" in type(m).__name__ else w.shape[-1]) * g))
+    return out
+
+
+def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoefficients, dtype_bytes: int = 4) -> float:
+    """Seconds a training step takes under ``plan`` (the slowest rank).
+
+    Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
+    factor; a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage (GPipe and 1F1B
+    alike; Huang et al. 2019, Narayanan et al. 2021), each with its two point-to-point messages and the cost of a
+    micro-batch; tensor parallel: an all-reduce per sharded layer and micro-batch of 2 (tp - 1) / tp of the
+    activation (ring all-reduce; Thakur et al. 2005); data parallel: one all-reduce of the gradients (ZeRO: a
+    reduce-scatter and an all-gather, the same volume in two messages); plus the part every rank pays."""
+    m = plan.microbatches if plan.pp > 1 else 1
+    a_rank = a_global / plan.dp
+    slots = []
+    for k, stage in enumerate(stages):
+        compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
+        if plan.recompute:
+            compute *= coeffs.recompute_factor
+        comm = 0.0
+        if plan.tp > 1:
+            ring = 2 * (plan.tp - 1) / plan.tp
+            for width in _tp_widths(stage):
+                comm += coeffs.alpha_s + coeffs.beta_s_per_byte * ring * width * (a_rank / m) * dtype_bytes
+        if plan.pp > 1:
+            boundary = _input_units(stages[k + 1]) if k + 1 < len(stages) else 0
+            if boundary:
+                comm += 2 * (coeffs.alpha_s + coeffs.beta_s_per_byte * boundary * (a_rank / m) * dtype_bytes)
+            comm += coeffs.microbatch_s
+        slots.append(compute + comm)
+    step = (m + plan.pp - 1) * max(slots) if plan.pp > 1 else slots[0]
+    if plan.dp > 1:
+        grads = max(sum(p.numel() for p in st.parameters()) for st in stages) * dtype_bytes
+        step += (2 if plan.zero else 1) * coeffs.alpha_s + coeffs.beta_s_per_byte * 2 * (plan.dp - 1) / plan.dp * grads
+    return step + coeffs.global_s
+
+
+def _median_step_s(problem, steps: int, recompute: bool = False, world: int = 1) -> float:
+    """Median seconds of ``steps`` training steps on this process; ``world`` > 1 trains rank 0's shard of a
+    data-parallel run whose collectives are left out (the identity)."""
+    import statistics
+    import time
+
+    from elecsolver.trainer import Trainer
+    from elecsolver.training.context import RunContext
+
+    from .strategy import apply_parallelism
+
+    model, _ = apply_parallelism(problem, None, torch.device("cpu"), {"recompute": recompute})
+    trainer = Trainer(problem, model, RunContext(rank=0, world=world), progress=False)
+    trainer.batches()
+    trainer.train_step()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        trainer.train_step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int = 15) -> TimeCoefficients:
+    """Measure the time model's rates on this process from four medians of ``steps`` steps: the configuration as
+    it is (t1), rank 0's half of it under dp = 2 without the collectives (t2: the local compute halves, the rest
+    does not), with ``training.accumulate`` = 4 (three further micro-batches) and with recompute. The collectives'
+    ``alpha_s`` and ``beta_s_per_byte`` come from the machine (``benchmarks/planner_time.py`` measures them for 2
+    ranks)."""
+    from elecsolver.config import merge
+    from elecsolver.training.trainer import build_model
+
+    t1 = _median_step_s(problem, steps)
+    t2 = _median_step_s(problem, steps, world=2)
+    t_acc = _median_step_s(type(problem)(merge(problem.config, {"training": {"accumulate": 4}})), steps)
+    t_rc = _median_step_s(problem, steps, recompute=True)
+    local = max(2 * (t1 - t2), 1e-9)
+    model = build_model(problem, torch.device("cpu"))
+    return TimeCoefficients(s_per_mac=local / (_macs(model) * point_channels(problem, model)),
+                            global_s=max(0.0, t1 - local), microbatch_s=max(0.0, (t_acc - t1) / 3),
+                            recompute_factor=max(1.0, 1 + (t_rc - t1) / local), alpha_s=alpha_s,
+                            beta_s_per_byte=beta_s_per_byte, measured_on=f"{problem.name}, one process")
+
+
 def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib: float | None = None,
-                coefficients: MemoryCoefficients | None = None, margin: float = 0.2) -> list[PlanCheck]:
+                coefficients: MemoryCoefficients | None = None, margin: float = 0.2,
+                time_coefficients: TimeCoefficients | None = None) -> list[PlanCheck]:
     """Check every plan (default :func:`candidate_plans` of ``world``) against ``problem``.
 
     Parameters
@@ -270,6 +400,8 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
         ``(1 - margin) memory_mib`` is rejected for "memory".
     coefficients : MemoryCoefficients, optional
         With them every plan that can run gets its predicted memory (``PlanCheck.memory_mib``).
+    time_coefficients : TimeCoefficients, optional
+        With them every plan that can run gets its predicted step time (``PlanCheck.step_s``).
 
     Returns
     -------
@@ -282,7 +414,7 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
     model = build_model(problem, torch.device("cpu"))
     counts = {c.name: len(problem.sample(c.name, seed=problem.training.seed).points)
               for c in problem.constraints()}
-    a_global = point_channels(problem, model) if coefficients is not None else 0
+    a_global = point_channels(problem, model) if coefficients is not None or time_coefficients is not None else 0
     dtype_bytes = 8 if problem.training.dtype == "float64" else 4
     splits: dict[tuple[int, int], list | str] = {}
     out = []
@@ -312,5 +444,8 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
             if memory_mib is not None and mib > (1 - margin) * memory_mib:
                 reason = ("memory", f"{mib:.3g} MiB predicted on the largest rank, over {1 - margin:.0%} of "
                                     f"{memory_mib:.4g} MiB")
-        out.append(PlanCheck(plan, reason, mib))
+        step_s = None
+        if reason is None and time_coefficients is not None:
+            step_s = predict_step_s(plan, splits[key], a_global, time_coefficients, dtype_bytes)
+        out.append(PlanCheck(plan, reason, mib, step_s))
     return out

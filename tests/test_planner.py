@@ -157,3 +157,57 @@ def test_plan_command_with_a_memory_limit():
     assert "MiB predicted on the largest rank, over 80% of 0.01 MiB" in r.stdout
     bad = run_main("plan", "maxwell-point-source-2d", "--world-size", "2", "--memory-per-rank", "4XB")
     assert bad.returncode == 2 and "--memory-per-rank must be a positive size such as 4GiB" in bad.stderr
+
+
+def test_step_time_bookkeeping():
+    """predict_step_s term by term: local compute divided by dp, the dp all-reduce (two messages with ZeRO),
+    recompute's factor, (m + pp - 1) micro-batch slots of the slowest stage with its messages and micro-batch cost,
+    one all-reduce per tp-sharded layer."""
+    import torch
+
+    from elecsolver.parallel.planner import TimeCoefficients, _input_units, _macs, _shards, _tp_widths, predict_step_s
+    from elecsolver.training.trainer import build_model
+
+    model = build_model(_problem(), torch.device("cpu"))
+    co = TimeCoefficients(s_per_mac=1e-9, global_s=0.01, microbatch_s=0.002, recompute_factor=1.5, alpha_s=1e-4,
+                          beta_s_per_byte=1e-9)
+    a = 10_000
+    one = _shards(model, 1, 1)
+    local = 1e-9 * _macs(model) * a
+    grads = sum(q.numel() for q in model.parameters()) * 4
+    assert predict_step_s(Plan(1), one, a, co) == pytest.approx(0.01 + local, rel=1e-12)
+    assert predict_step_s(Plan(1, recompute=True), one, a, co) == pytest.approx(0.01 + 1.5 * local, rel=1e-12)
+    dp2 = predict_step_s(Plan(2), one, a, co)
+    assert dp2 == pytest.approx(0.01 + local / 2 + 1e-4 + 1e-9 * grads, rel=1e-12)
+    assert predict_step_s(Plan(2, zero=True), one, a, co) == pytest.approx(dp2 + 1e-4, rel=1e-12)
+    two = _shards(model, 1, 2)
+    slots = [1e-9 * _macs(st) * a / 4 + 0.002 for st in two]
+    slots[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
+    assert predict_step_s(Plan(1, 1, 2, 4), two, a, co) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
+    tp = _shards(model, 2, 1)
+    widths = _tp_widths(tp[0])
+    assert len(widths) == 4  # two sharded pairs: two row outputs, two column inputs
+    expect = 0.01 + 1e-9 * _macs(tp[0]) * a + sum(1e-4 + 1e-9 * w * a * 4 for w in widths)
+    assert predict_step_s(Plan(1, 2), tp, a, co) == pytest.approx(expect, rel=1e-12)
+
+
+def test_time_calibration_recovers_the_rates(monkeypatch):
+    """calibrate_time's algebra on step times made from known rates (the measurement replaced)."""
+    import torch
+
+    from elecsolver.parallel import planner
+    from elecsolver.training.trainer import build_model
+
+    p = _problem()
+    model = build_model(p, torch.device("cpu"))
+    work = planner._macs(model) * planner.point_channels(p, model)
+    s_mac, g, mb, r = 3e-10, 0.004, 0.006, 1.4
+
+    def fake(problem, steps, recompute=False, world=1):
+        local = s_mac * work / world * (r if recompute else 1)
+        return g + local + (problem.training.accumulate - 1) * mb
+
+    monkeypatch.setattr(planner, "_median_step_s", fake)
+    co = planner.calibrate_time(p, 1e-4, 1e-9)
+    assert (co.s_per_mac, co.global_s, co.microbatch_s, co.recompute_factor) == pytest.approx((s_mac, g, mb, r),
+                                                                                             rel=1e-9)
