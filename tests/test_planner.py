@@ -164,8 +164,15 @@ def test_step_time_bookkeeping():
     recompute's factor, (m + pp - 1) micro-batch slots of the slowest stage with its messages and micro-batch cost,
     one all-reduce per tp-sharded layer."""
     import torch
+    from elecsolver.parallel.planner import (
+        TimeCoefficients,
+        _input_units,
+        _macs,
+        _shards,
+        _tp_widths,
+        predict_step_s,
+    )
 
-    from elecsolver.parallel.planner import TimeCoefficients, _input_units, _macs, _shards, _tp_widths, predict_step_s
     from elecsolver.training.trainer import build_model
 
     model = build_model(_problem(), torch.device("cpu"))
@@ -194,8 +201,8 @@ def test_step_time_bookkeeping():
 def test_time_calibration_recovers_the_rates(monkeypatch):
     """calibrate_time's algebra on step times made from known rates (the measurement replaced)."""
     import torch
-
     from elecsolver.parallel import planner
+
     from elecsolver.training.trainer import build_model
 
     p = _problem()
