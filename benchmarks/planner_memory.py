@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+from _common import launch_ranks
 
 PLANS = [
     {"dp": 2}, {"dp": 2, "zero": True}, {"dp": 1, "tp": 2}, {"dp": 1, "tp": 2, "recompute": True},
@@ -75,26 +75,11 @@ def main(argv=None) -> int:
     coeffs = calibrate(problem, points_scale=0.5)
     runs: list[dict[str, float]] = []
     for _ in range(args.repeats):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        procs = []
-        for rank in range(2):
-            env = dict(os.environ, OMP_NUM_THREADS="1", RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
-                       LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-            procs.append(subprocess.Popen([sys.executable, __file__, "--worker"], env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
         measured: dict[str, float] = {}
-        for p in procs:
-            out, err = p.communicate(timeout=900)
-            if p.returncode:
-                print(err, file=sys.stderr)
-                return 1
-            for line in out.splitlines():
-                if line.startswith("{"):
-                    r = json.loads(line)
-                    key = json.dumps(r["plan"], sort_keys=True)
-                    measured[key] = max(measured.get(key, 0.0), r["mib"])  # the plan's largest rank
+        for rank_rows in launch_ranks([sys.executable, __file__, "--worker"], timeout=900):
+            for r in rank_rows:
+                key = json.dumps(r["plan"], sort_keys=True)
+                measured[key] = max(measured.get(key, 0.0), r["mib"])  # the plan's largest rank
         runs.append(measured)
     rows = []
     for plan in PLANS:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _common import launch_ranks
 
 PLANS = [
     {"dp": 2}, {"dp": 2, "zero": True}, {"dp": 1, "tp": 2}, {"dp": 1, "tp": 2, "recompute": True},
@@ -58,6 +58,7 @@ def worker(mode: str, steps: int) -> None:
                 times.append(time.perf_counter() - t0)
             print(json.dumps({"bytes": 4 * n, "s": statistics.median(times[2:])}), flush=True)
     else:
+        from elecsolver.parallel.planner import time_steps
         from elecsolver.parallel.strategy import apply_parallelism
 
         from elecsolver.trainer import Trainer
@@ -69,33 +70,14 @@ def worker(mode: str, steps: int) -> None:
             trainer.batches()
             for _ in range(2):
                 trainer.train_step()
-            times = []
-            for _ in range(steps):
-                t0 = time.perf_counter()
-                trainer.train_step()
-                times.append(time.perf_counter() - t0)
+            times = time_steps(trainer, steps)
             print(json.dumps({"plan": plan, "rank": info.rank, "s": statistics.median(times)}), flush=True)
     shutdown()
 
 
 def _launch(mode: str, steps: int) -> list[dict]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    for rank in range(2):
-        env = dict(os.environ, OMP_NUM_THREADS="1", RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", mode, "--steps", str(steps)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    rows = []
-    for rank, p in enumerate(procs):
-        out, err = p.communicate(timeout=1200)
-        if p.returncode:
-            raise RuntimeError(err)
-        if rank == 0:
-            rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return rows
+    """Rank 0's rows of a 2-rank launch of this script's worker."""
+    return launch_ranks([sys.executable, __file__, "--worker", mode, "--steps", str(steps)])[0]
 
 
 def main(argv=None) -> int:

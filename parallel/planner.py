@@ -186,6 +186,32 @@ def point_channels(problem, model) -> int:
     return total
 
 
+def warm_trainer(problem, recompute: bool = False, context=None):
+    """A one-process Trainer for ``problem`` (``--recompute`` as asked) that has taken one step, so that Adam's state
+    exists and the next step is a steady one. ``context``: a RunContext to train under (default: one process)."""
+    from elecsolver.trainer import Trainer
+
+    from .strategy import apply_parallelism
+
+    model, ctx = apply_parallelism(problem, None, torch.device("cpu"), {"recompute": recompute})
+    trainer = Trainer(problem, model, context if context is not None else ctx, progress=False)
+    trainer.batches()
+    trainer.train_step()
+    return trainer
+
+
+def time_steps(trainer, steps: int) -> list[float]:
+    """Wall seconds of each of the next ``steps`` training steps (``time.perf_counter``)."""
+    import time
+
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        trainer.train_step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 @dataclass(frozen=True)
 class MemoryCoefficients:
     """Activation bytes per point-channel and width unit (A x W), measured on one process: ``plain`` and with
@@ -210,10 +236,8 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         ``measure(fn) -> MiB``, default :func:`~elecsolver.parallel.profiling.peak_allocated_mib`.
     """
     from elecsolver.config import merge
-    from elecsolver.trainer import Trainer
 
     from .profiling import peak_allocated_mib
-    from .strategy import apply_parallelism
 
     measure = measure or peak_allocated_mib
     cfg = problem.config
@@ -224,10 +248,8 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         problem = type(problem)(merge(cfg, {"sampling": counts}))
     out = {}
     for recompute in (False, True):
-        model, ctx = apply_parallelism(problem, None, torch.device("cpu"), {"recompute": recompute})
-        trainer = Trainer(problem, model, ctx, progress=False)
-        trainer.batches()
-        trainer.train_step()  # Adam's state exists from here on: the next step's peak is activations and gradients
+        trainer = warm_trainer(problem, recompute)  # Adam's state exists: the step's peak is activations, gradients
+        model = trainer.model
         peak = measure(trainer.train_step) * 2**20
         grads = sum(p.numel() * p.element_size() for p in model.parameters())
         out[recompute] = max(0.0, peak - grads) / (point_channels(problem, model) * _width_units(model))
@@ -343,23 +365,11 @@ def _median_step_s(problem, steps: int, recompute: bool = False, world: int = 1)
     """Median seconds of ``steps`` training steps on this process; ``world`` > 1 trains rank 0's shard of a
     data-parallel run whose collectives are left out (the identity)."""
     import statistics
-    import time
 
-    from elecsolver.trainer import Trainer
     from elecsolver.training.context import RunContext
 
-    from .strategy import apply_parallelism
-
-    model, _ = apply_parallelism(problem, None, torch.device("cpu"), {"recompute": recompute})
-    trainer = Trainer(problem, model, RunContext(rank=0, world=world), progress=False)
-    trainer.batches()
-    trainer.train_step()
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        trainer.train_step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    trainer = warm_trainer(problem, recompute, RunContext(rank=0, world=world))
+    return statistics.median(time_steps(trainer, steps))
 
 
 def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int = 15) -> TimeCoefficients:
