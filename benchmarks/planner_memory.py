@@ -1,5 +1,5 @@
-"""The planner's memory model against measurement, per rank, under 2-rank plans (dp, ZeRO, tp, pp with both
-schedules, recompute).
+"""The planner's memory model against measurement: on one process extrapolated from a smaller network and fewer
+points, and per rank under 2-rank plans (dp, ZeRO, tp, pp with both schedules, recompute).
 
     python benchmarks/planner_memory.py [--json benchmarks/planner_memory.json]
 
@@ -62,6 +62,34 @@ def worker() -> None:
     shutdown()
 
 
+def _one_process(calibrate, feasibility, Plan) -> list[dict]:
+    """Calibrated at width 32 and half the quick preset's points, the prediction at width 64 and twice the points
+    against the measured peak plus the parameters and Adam's moments, plain and with recompute (one process)."""
+    from elecsolver.parallel.planner import warm_trainer
+    from elecsolver.parallel.profiling import peak_allocated_mib
+
+    from elecsolver.config import merge
+
+    base = _problem()
+
+    def sized(width, scale):
+        counts = {k: int(base.config["sampling"][k] * scale) for k in ("interior", "source", "boundary", "initial")}
+        return type(base)(merge(base.config, {"network": {"width": width}, "sampling": counts}))
+
+    coeffs = calibrate(sized(32, 0.5))
+    target, rows = sized(64, 2.0), []
+    for recompute in (False, True):
+        predicted = feasibility(target, 1, [Plan(1, recompute=recompute)], coefficients=coeffs)[0].memory_mib
+        trainer = warm_trainer(target, recompute)
+        held = 3 * sum(q.numel() * q.element_size() for q in trainer.model.parameters()) / 2**20
+        measured = peak_allocated_mib(trainer.train_step) + held
+        rows.append({"recompute": recompute, "predicted_mib": predicted, "measured_mib": measured,
+                     "ratio": predicted / measured})
+        print(f"one process, width 64 at 2x the points{' + recompute' if recompute else ''}: predicted "
+              f"{predicted:.2f} MiB, measured {measured:.2f} MiB, ratio {predicted / measured:.3f}")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default="benchmarks/planner_memory.json")
@@ -71,6 +99,7 @@ def main(argv=None) -> int:
     from elecsolver.parallel.planner import Plan, calibrate, feasibility
 
     torch.set_num_threads(1)
+    one = _one_process(calibrate, feasibility, Plan)
     problem = _problem()
     coeffs = calibrate(problem, points_scale=0.5)
     runs: list[dict[str, float]] = []
@@ -93,7 +122,7 @@ def main(argv=None) -> int:
     result = {"benchmark": "benchmarks/planner_memory.py", "problem": problem.name, "preset": "quick",
               "coefficients": {"plain": coeffs.plain, "recompute": coeffs.recompute, "calibrated_at_points": 0.5},
               "machine": f"{os.cpu_count()} CPU cores, 2 ranks, gloo, one thread each", "repeats": args.repeats,
-              "plans": rows,
+              "one_process": one, "plans": rows,
               "worst_relative_error": max(abs(r["ratio"] - 1) for r in rows)}
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     print(f"worst relative error {result['worst_relative_error']:.1%}; wrote {args.json}")

@@ -21,8 +21,8 @@ from two short steps on one process (plain and with recompute; the peak of torch
 :func:`~elecsolver.parallel.profiling.peak_allocated_mib`). The in-flight share follows the schedules: GPipe holds
 every micro-batch's activations until its backward, 1F1B at most min(m, pp - stage) of m on a stage (Narayanan et
 al., PipeDream-Flush, SOSP 2019, sec. 3). Calibrated at width 32 and half the main job's points, it predicts width
-64 at twice the points within 0.6 % (plain) and 0.0 % (recompute) on one process
-(``tests/test_planner.py``); per rank on 2 ranks within 13 % (``benchmarks/planner_memory.py``).
+64 at twice the points within 0.6 % (plain) and 0.0 % (recompute) on one process, and per rank on 2 ranks
+within 4 % (tp's measurements spread 10 %; ``benchmarks/planner_memory.py``).
 
 A first step-time model (:func:`predict_step_s`, :func:`calibrate_time`) is measured against 2-rank runs by
 ``benchmarks/planner_time.py``: 0.90-1.17 of the measurement for pipelines, 0.44-0.72 for dp and tp (see
