@@ -68,6 +68,11 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="fp32 (default), bf16 or fp16 (autocast on the value channel; fp16 scales the loss)")
     g.add_argument("--accumulate", type=int, metavar="K",
                    help="gradient accumulation: each step in K micro-steps (same step, memory of 1/K of the batch)")
+    g.add_argument("--parallel", choices=("auto",), help="auto: the planner picks dp, tp, pp, micro-batches, schedule, "
+                   "ZeRO and recompute (the fastest predicted plan that fits; the flags above given with it are kept "
+                   "as constraints; precision stays fp32 unless --precision is given)")
+    g.add_argument("--machine", metavar="FILE|NAME", help="the machine description --parallel auto plans for (TOML "
+                   "from 'elecsolver plan --calibrate', or a shipped one; default: the shipped cpu-2core)")
     g.add_argument("--profile", action="store_true", default=None,
                    help="profile the first steps: split of step time between compute and communication")
 
@@ -96,6 +101,12 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--memory-per-rank", metavar="SIZE", help="memory of one rank, e.g. 4GiB or 512MiB: measure this "
                     "problem's activation coefficients (two short steps here) and reject plans predicted above 80 %% "
                     "of it")
+    pl.add_argument("--machine", metavar="FILE|NAME", help="a machine description (TOML; docs/parallel.md): rank the "
+                    "plans by predicted step time on it and reject those over 80 %% of its memory per rank; shipped: "
+                    "cpu-2core, h100-8x-nvlink, h100-64x-infiniband")
+    pl.add_argument("--calibrate", action="store_true", help="measure this host with --world-size processes at once "
+                    "(collectives, step rates, activation memory; about a minute), write the description to --machine "
+                    "(default machine.toml) and plan with it")
     pl.add_argument("--rejected", action="store_true", help="also list every rejected plan with its reason")
     r = sub.add_parser("run", help="train a problem and write its fields, metrics and snapshots")
     r.add_argument("problem", help="a name from 'elecsolver problems', a file my_problem.py[:Class] or "
@@ -148,10 +159,15 @@ def _configure(cls, args):
             preset = preset or (named if isinstance(named, str) else None)
         preset = preset or cls.default_preset
         config = cls.preset_config(preset)
+        args.parallel_file = cls.preset_parallel(preset)  # the preset's options, under the file's and the flags
+        unknown = sorted(set(args.parallel_file) - set(parallel_defaults()))
+        if unknown:
+            raise ConfigError(f"preset {preset!r} of {cls.name}: unknown parallel option(s) {unknown}; the options "
+                              f"are {sorted(parallel_defaults())}")
         if path is not None:
-            defaults = parallel_defaults()
+            defaults = {**parallel_defaults(), **args.parallel_file}
             config, extra = apply_file(config, path, extras={"preset": preset, "parallel": defaults}, parsed=parsed)
-            args.parallel_file = {k: v for k, v in extra["parallel"].items() if v != defaults[k]}
+            args.parallel_file = {k: v for k, v in extra["parallel"].items() if v != parallel_defaults()[k]}
         args.preset = preset
         training = config["training"]
         if getattr(args, "steps", None) is not None:
@@ -182,8 +198,8 @@ def config_toml(problem, preset: str, parallel=None, command: str | None = None)
     import dataclasses
 
     from ._version import __version__
-    from .parallel.strategy import ParallelOptions
     from .config import to_toml
+    from .parallel.strategy import ParallelOptions
 
     options = dataclasses.asdict(ParallelOptions.coerce(parallel))
     options["loss_scale"] = {**parallel_defaults()["loss_scale"], **options["loss_scale"]}
@@ -265,15 +281,52 @@ def _parallel_options(args):
 
     flags = {k: getattr(args, k) for k in ("dp", "tp", "pp", "microbatches", "schedule", "zero", "recompute",
                                            "precision", "profile")}
+    given = {**getattr(args, "parallel_file", {}), **{k: v for k, v in flags.items() if v is not None}}
+    if getattr(args, "parallel", None) == "auto":
+        return {"auto": True, **given}
+    if getattr(args, "machine", None) is not None:
+        raise UsageError("--machine is read by --parallel auto; add --parallel auto, or leave --machine out")
     try:
-        return ParallelOptions(**{**getattr(args, "parallel_file", {}),
-                                  **{k: v for k, v in flags.items() if v is not None}})
+        return ParallelOptions(**given)
     except (TypeError, ConfigError) as exc:
         raise UsageError(str(exc)) from None
 
 
+DEFAULT_MACHINE = "cpu-2core"
+
+
+def auto_parallel(problem, world: int, parallel=None, machine=None, quiet: bool = False) -> dict:
+    """The parallel options ``--parallel auto`` runs: the fastest plan the planner predicts for ``problem`` on
+    ``world`` ranks of ``machine`` that fits 80 % of its memory per rank, keeping the Plan fields given in
+    ``parallel`` (a dict; its ``auto`` key aside) as constraints and passing its other options through. Precision is
+    a constraint at fp32 unless given (it changes the numbers, not only the speed). Every rank computes the same
+    plan (no measurement, only the description). Logged on the writer rank.
+
+    Raises
+    ------
+    ConfigError
+        If no plan keeps to the constraints (:class:`~elecsolver.parallel.planner.PlanError`), or the machine
+        description cannot be read (:class:`~elecsolver.parallel.machine.MachineError`).
+    """
+    from .parallel.machine import Machine, load_machine
+    from .parallel.planner import Plan, best_plan
+
+    given = {k: v for k, v in (parallel if isinstance(parallel, dict) else {}).items() if k != "auto"}
+    described = machine if isinstance(machine, Machine) else load_machine(machine or DEFAULT_MACHINE)
+    constraints = {k: v for k, v in given.items() if k in Plan.__dataclass_fields__ and v is not None}
+    constraints.setdefault("precision", "fp32")
+    choice = best_plan(problem, world, described, constraints)
+    if not quiet and _launch_rank() == 0:
+        print(f"elecsolver: --parallel auto on {world} rank(s) of {described.name}"
+              f"{'' if described.measured else ' (not measured)'}: {choice.plan.flags()} "
+              f"(predicted {choice.step_s * 1e3:.3g} ms a step, {choice.memory_mib:.3g} MiB on the largest rank; "
+              "elecsolver plan --machine lists the others)", file=sys.stderr)
+    return {**{k: v for k, v in given.items() if k not in Plan.__dataclass_fields__}, **choice.plan.options()}
+
+
 def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", preset: str | None = None,
-          resume: bool = False, stop_after: int | None = None, quiet: bool = False, parallel=None) -> dict | None:
+          resume: bool = False, stop_after: int | None = None, quiet: bool = False, parallel=None,
+          machine=None) -> dict | None:
     """Train ``problem`` and write its outputs: data parallel over the ranks a launcher started.
 
     Under ``mpirun``, ``torchrun`` or ``srun`` every rank calls this with the same problem; the ranks join
@@ -299,7 +352,12 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
         No progress bar, warnings only.
     parallel : ParallelOptions or dict, optional
         Tensor / pipeline / data parallel sizes, ZeRO, recompute, precision, profiling
-        (:class:`elecsolver.parallel.ParallelOptions`; default: data parallel over all ranks, fp32).
+        (:class:`elecsolver.parallel.ParallelOptions`; default: data parallel over all ranks, fp32); or ``"auto"``,
+        or a dict with ``"auto": True`` whose other entries are kept as constraints: the planner's fastest
+        predicted plan that fits (:func:`auto_parallel`).
+    machine : str or Machine, optional
+        With ``parallel="auto"``: the machine description to plan for (a TOML path, a shipped name, or a
+        :class:`~elecsolver.parallel.machine.Machine`; default the shipped ``cpu-2core``).
 
     Returns
     -------
@@ -329,6 +387,10 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     if stop_after is not None and stop_after > total:
         raise ConfigError(f"--stop-after {stop_after} lies beyond the run's last step ({total}: training.steps plus "
                           "the finish's): it would never stop there; give a step up to that, or more --steps")
+    if parallel == "auto" or (isinstance(parallel, dict) and parallel.get("auto")):
+        parallel = auto_parallel(problem, launched_world_size(), parallel, machine, quiet)
+    elif machine is not None:
+        raise ConfigError("machine is read by parallel='auto' (--parallel auto); give that, or leave machine out")
     options = ParallelOptions.coerce(parallel)
     options.validate(problem.training, launched_world_size())  # one clear line before any rank waits for another
     with stop_requests():  # SIGINT / SIGTERM / SIGUSR1: stop after a step with a checkpoint (Interrupted)
@@ -506,7 +568,7 @@ def run(args, cls=None) -> dict | None:
     out = _check_args(args)
     parallel = _parallel_options(args)
     metrics = train(problem, out=out, device=args.device, preset=args.preset, resume=args.resume,
-                    stop_after=args.stop_after, quiet=args.quiet, parallel=parallel)
+                    stop_after=args.stop_after, quiet=args.quiet, parallel=parallel, machine=args.machine)
     if metrics is not None:  # the writer rank of a finished run; said with --quiet too
         png = ", PNG snapshots" if writes_png(problem.config) else ""
         print(f"outputs in {out}{os.sep}: fields.h5 + fields.xdmf, metrics.json, convergence.csv, checkpoint.pt, "
@@ -574,48 +636,67 @@ def _launch_rank() -> int:
         return 0
 
 
-_SIZE_UNITS = {"": 2**-20, "b": 2**-20, "k": 2**-10, "kib": 2**-10, "m": 1, "mib": 1, "g": 2**10, "gib": 2**10,
-               "t": 2**20, "tib": 2**20, "kb": 1e3 / 2**20, "mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
-
-
 def _mib_of(text: str) -> float:
-    """A size such as 4GiB, 512MiB or 80GB in MiB.
+    """A size such as 4GiB, 512MiB or 80GB in MiB (:func:`elecsolver.parallel.machine.parse_size_mib`).
 
     Raises
     ------
     UsageError
         For anything else.
     """
-    import re
+    from .parallel.machine import parse_size_mib
 
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text or "")
-    unit = m.group(2).lower() if m else None
-    if m is None or unit not in _SIZE_UNITS or float(m.group(1)) <= 0:
-        raise UsageError(f"--memory-per-rank must be a positive size such as 4GiB, 512MiB or 80GB, got {text!r}")
-    return float(m.group(1)) * _SIZE_UNITS[unit]
+    try:
+        return parse_size_mib(text, "--memory-per-rank")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _plan(args) -> None:
-    """``elecsolver plan``: the feasible plans as the flags that run them (with ``--memory-per-rank``, each with
-    its predicted memory), then (``--rejected``) the others with their reasons, and a count of each kind of reason."""
+    """``elecsolver plan``: the feasible plans as the flags that run them, then (``--rejected``) the others with their
+    reasons, and a count of each kind of reason. With ``--memory-per-rank`` each plan gets its predicted memory; with
+    ``--machine`` (or ``--calibrate``) also its predicted step time, and the plans are ranked, fastest first."""
     from collections import Counter
 
-    from .parallel.planner import calibrate, feasibility
+    from .parallel.machine import load_machine
+    from .parallel.planner import calibrate, feasibility, ranked
 
     if args.world_size is None or args.world_size < 1:
         raise UsageError(f"--world-size must be a positive integer, got {args.world_size}")
     limit = _mib_of(args.memory_per_rank) if args.memory_per_rank is not None else None
     problem = _configure(load_problem_class(args.problem), args)
+    machine = None
+    if args.calibrate:
+        from .io.atomic import write_text
+        from .parallel.calibration import measure_machine
+
+        if args.world_size < 2:
+            raise UsageError("--calibrate measures collectives: give --world-size 2 or more")
+        path = Path(args.machine or "machine.toml")
+        machine = measure_machine(problem, args.world_size, spec=args.problem)
+        write_text(path, machine.to_toml())
+        print(f"# wrote {path}: alpha {machine.intra_node.alpha_s * 1e6:.0f} us, beta "
+              f"{machine.intra_node.beta_s_per_byte * 1e9:.3g} ns/B, {machine.compute.s_per_mac:.3g} s per "
+              "multiply-add")
+    elif args.machine is not None:
+        machine = load_machine(args.machine)
     coeffs = None
-    if limit is not None:  # measured at up to 4000 points a step: the activations are linear in the points
+    if limit is not None and machine is None:  # measured at up to 4000 points a step: activations are linear in them
         total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
         coeffs = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
-    checks = feasibility(problem, args.world_size, memory_mib=limit, coefficients=coeffs)
-    ok = [c for c in checks if c.ok]
-    print(f"# {problem.name}, {args.world_size} rank(s): {len(ok)} of {len(checks)} plans can run (not ranked: the "
-          "time model is not built yet)")
+    checks = feasibility(problem, args.world_size, memory_mib=limit, coefficients=coeffs, machine=machine)
+    ok = ranked(checks) if machine is not None else [c for c in checks if c.ok]
+    on = ""
+    if machine is not None:
+        on = f" on {machine.name}{'' if machine.measured else ' (not measured: published figures)'}"
+        if args.world_size > machine.world:
+            on += f"; {args.world_size} ranks exceed its {machine.world}: the extra nodes are assumed alike"
+    order = "ranked by predicted step time" if machine is not None else "not ranked: give --machine to rank them"
+    print(f"# {problem.name}, {args.world_size} rank(s){on}: {len(ok)} of {len(checks)} plans can run ({order})")
     for c in ok:
-        print(c.plan.flags() + (f"  # {c.memory_mib:.1f} MiB predicted" if c.memory_mib is not None else ""))
+        notes = [f"{c.step_s * 1e3:.3g} ms"] if c.step_s is not None else []
+        notes += [f"{c.memory_mib:.4g} MiB"] if c.memory_mib is not None else []
+        print(c.plan.flags() + (f"  # {', '.join(notes)} predicted" if notes else ""))
     kinds = Counter(c.reason[0] for c in checks if not c.ok)
     if kinds:
         print("# rejected: " + ", ".join(f"{n} for {k}" for k, n in sorted(kinds.items())))

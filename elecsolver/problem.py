@@ -237,7 +237,25 @@ class Problem:
         if cls.presets[preset] is SMOKE:
             base = cls.preset_config("ci" if "ci" in cls.presets else None)
             return merge(base, smoke_changes(base))
-        return cls._with_loss(merge(cls._base_config(), cls.presets[preset]))
+        changes = {k: v for k, v in cls.presets[preset].items() if k != "parallel"}
+        return cls._with_loss(merge(cls._base_config(), changes))
+
+    @classmethod
+    def preset_parallel(cls, preset: str | None = None) -> dict:
+        """The parallel options a preset holds under its ``"parallel"`` key (the fields of
+        :class:`elecsolver.parallel.ParallelOptions`, e.g. ``{"recompute": True}``), below a configuration file's
+        ``[parallel]`` section and the command line's flags; ``{}`` when it holds none.
+
+        Raises
+        ------
+        ConfigError
+            For an unknown preset.
+        """
+        preset = preset or cls.default_preset
+        if preset not in cls.presets:
+            raise ConfigError(f"unknown preset {preset!r} for {cls.name}; choose one of {sorted(cls.presets)}")
+        entry = cls.presets[preset]
+        return dict(entry.get("parallel", {})) if isinstance(entry, dict) else {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

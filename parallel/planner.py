@@ -34,14 +34,16 @@ from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 
 from elecsolver.capabilities import active, refusal
+from elecsolver.config import ConfigError
 
-__all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "TimeCoefficients", "calibrate", "calibrate_time",
-           "candidate_plans", "feasibility", "point_channels", "predict_mib", "predict_step_s"]
+__all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "PlanError", "TimeCoefficients", "all_reduce_bytes",
+           "best_plan", "bubble_fraction", "calibrate", "calibrate_time", "candidate_plans", "constrained_plans",
+           "feasibility", "point_channels", "predict_mib", "predict_step_s", "ranked", "state_bytes"]
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -256,6 +258,16 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
     return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process")
 
 
+def state_bytes(stage, plan: Plan, dtype_bytes: int = 4) -> dict[str, float]:
+    """The bytes a rank holds for ``stage`` (its shard of the network) besides activations: ``parameters``,
+    ``gradients``, ``adam`` (the first and second moments, sharded over dp by ZeRO: 2 / dp of them) and ``dp_buffer``
+    (the flat gradient all-reduced over dp > 1). A 2-64-64-3 network (4547 float32 parameters) holds 18188 bytes of
+    parameters, as many of gradients and 36376 of Adam's moments."""
+    params = sum(p.numel() for p in stage.parameters()) * dtype_bytes
+    return {"parameters": params, "gradients": params, "adam": 2 * params / (plan.dp if plan.zero else 1),
+            "dp_buffer": params if plan.dp > 1 else 0}
+
+
 def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4,
                 unsharded: list | None = None) -> float:
     """The largest rank's memory in MiB for ``plan``: per stage, parameters, gradients and Adam's two moments
@@ -270,8 +282,7 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
     worst = 0.0
     coeff = coeffs.recompute if plan.recompute else coeffs.plain
     for k, stage in enumerate(stages):
-        params = sum(p.numel() for p in stage.parameters()) * dtype_bytes
-        state = params * (2 + 2 / (plan.dp if plan.zero else 1)) + (params if plan.dp > 1 else 0)
+        state = sum(state_bytes(stage, plan, dtype_bytes).values())
         inflight = 1.0 if plan.pp == 1 or plan.schedule == "gpipe" else \
             min(plan.microbatches, plan.pp - k) / plan.microbatches
         widths = (unsharded or stages)[k] if plan.recompute else stage
@@ -327,17 +338,40 @@ def _tp_widths(module) -> list[int]:
     return out
 
 
-def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoefficients, dtype_bytes: int = 4) -> float:
+def bubble_fraction(pp: int, microbatches: int) -> float:
+    """The idle share of a pipeline step: (pp - 1) / (m + pp - 1) of its slots, for GPipe and 1F1B alike (Huang et
+    al., GPipe, NeurIPS 2019; Narayanan et al., SC 2021, sec. 2.2): pp = 4 with 8 micro-batches idles 3 of 11."""
+    return (pp - 1) / (microbatches + pp - 1)
+
+
+def all_reduce_bytes(nbytes: float, group: int) -> float:
+    """Bytes each rank sends in a ring all-reduce of ``nbytes`` over ``group`` ranks: 2 (group - 1) / group of them
+    (a reduce-scatter and an all-gather; Thakur, Rabenseifner and Gropp, IJHPCA 19, 2005). ZeRO's reduce-scatter
+    plus all-gather of the parameters moves the same volume."""
+    return 2 * (group - 1) / group * nbytes if group > 1 else 0.0
+
+
+def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoefficients, dtype_bytes: int = 4,
+                   machine=None) -> float:
     """Seconds a training step takes under ``plan`` (the slowest rank).
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
-    factor; a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage (GPipe and 1F1B
-    alike; Huang et al. 2019, Narayanan et al. 2021), each with its two point-to-point messages and the cost of a
-    micro-batch; tensor parallel: an all-reduce per sharded layer and micro-batch of 2 (tp - 1) / tp of the
-    activation (ring all-reduce; Thakur et al. 2005); data parallel: one all-reduce of the gradients (ZeRO: a
-    reduce-scatter and an all-gather, the same volume in two messages); plus the part every rank pays."""
+    factor; a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
+    (:func:`bubble_fraction`), each with its two point-to-point messages and the cost of a micro-batch; tensor
+    parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the activation); data
+    parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
+    messages) and one of the loss terms; plus the part every rank pays.
+
+    ``machine`` (:class:`~elecsolver.parallel.machine.Machine`): each axis's messages are priced at the link its
+    groups use (between nodes when a group spans two); without it every message is priced at ``coeffs``'
+    alpha and beta."""
+    from .machine import Link
+
     m = plan.microbatches if plan.pp > 1 else 1
     a_rank = a_global / plan.dp
+    here = Link(coeffs.alpha_s, coeffs.beta_s_per_byte)
+    links = machine.axis_links(plan.dp, plan.tp, plan.pp) if machine is not None else \
+        {"dp": here, "tp": here, "pp": here}
     slots = []
     for k, stage in enumerate(stages):
         compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
@@ -345,19 +379,20 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
             compute *= coeffs.recompute_factor
         comm = 0.0
         if plan.tp > 1:
-            ring = 2 * (plan.tp - 1) / plan.tp
             for width in _tp_widths(stage):
-                comm += coeffs.alpha_s + coeffs.beta_s_per_byte * ring * width * (a_rank / m) * dtype_bytes
+                comm += links["tp"].seconds(all_reduce_bytes(width * (a_rank / m) * dtype_bytes, plan.tp))
         if plan.pp > 1:
             boundary = _input_units(stages[k + 1]) if k + 1 < len(stages) else 0
             if boundary:
-                comm += 2 * (coeffs.alpha_s + coeffs.beta_s_per_byte * boundary * (a_rank / m) * dtype_bytes)
+                comm += links["pp"].seconds(2 * boundary * (a_rank / m) * dtype_bytes, messages=2)
             comm += coeffs.microbatch_s
         slots.append(compute + comm)
-    step = (m + plan.pp - 1) * max(slots) if plan.pp > 1 else slots[0]
+    # a pipeline's m busy slots are 1 - bubble of its m + pp - 1
+    step = m * max(slots) / (1 - bubble_fraction(plan.pp, m)) if plan.pp > 1 else slots[0]
     if plan.dp > 1:
         grads = max(sum(p.numel() for p in st.parameters()) for st in stages) * dtype_bytes
-        step += (2 if plan.zero else 1) * coeffs.alpha_s + coeffs.beta_s_per_byte * 2 * (plan.dp - 1) / plan.dp * grads
+        step += links["dp"].seconds(all_reduce_bytes(grads, plan.dp), messages=2 if plan.zero else 1)
+        step += links["dp"].seconds(0.0)  # the loss terms, a few numbers
     return step + coeffs.global_s
 
 
@@ -395,7 +430,7 @@ def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int =
 
 def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib: float | None = None,
                 coefficients: MemoryCoefficients | None = None, margin: float = 0.2,
-                time_coefficients: TimeCoefficients | None = None) -> list[PlanCheck]:
+                time_coefficients: TimeCoefficients | None = None, machine=None) -> list[PlanCheck]:
     """Check every plan (default :func:`candidate_plans` of ``world``) against ``problem``.
 
     Parameters
@@ -412,6 +447,9 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
         With them every plan that can run gets its predicted memory (``PlanCheck.memory_mib``).
     time_coefficients : TimeCoefficients, optional
         With them every plan that can run gets its predicted step time (``PlanCheck.step_s``).
+    machine : Machine, optional
+        A machine description (:mod:`elecsolver.parallel.machine`): the defaults of ``memory_mib``,
+        ``coefficients`` and ``time_coefficients``, and the links each axis's messages are priced at.
 
     Returns
     -------
@@ -420,6 +458,10 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
     """
     from elecsolver.training.trainer import build_model
 
+    if machine is not None:
+        memory_mib = machine.memory_per_rank_mib if memory_mib is None else memory_mib
+        coefficients = coefficients or machine.activations
+        time_coefficients = time_coefficients or machine.compute
     plans = candidate_plans(world) if plans is None else plans
     model = build_model(problem, torch.device("cpu"))
     counts = {c.name: len(problem.sample(c.name, seed=problem.training.seed).points)
@@ -456,6 +498,73 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
                                     f"{memory_mib:.4g} MiB")
         step_s = None
         if reason is None and time_coefficients is not None:
-            step_s = predict_step_s(plan, splits[key], a_global, time_coefficients, dtype_bytes)
+            step_s = predict_step_s(plan, splits[key], a_global, time_coefficients, dtype_bytes, machine)
         out.append(PlanCheck(plan, reason, mib, step_s))
     return out
+
+
+class PlanError(ConfigError):
+    """No plan satisfies the constraints (the message says which constraints and why the plans fail)."""
+
+
+_MESH = ("dp", "tp", "pp")
+
+
+def constrained_plans(world: int, constraints: dict | None = None) -> list[Plan]:
+    """:func:`candidate_plans` of ``world`` kept to ``constraints`` (Plan fields a user fixed, e.g. ``{"tp": 2,
+    "precision": "bf16"}``): plans with another dp, tp or pp are dropped; any other field is set to the
+    constraint's value (so ``microbatches = 6`` is honoured though 6 is not among the candidates).
+
+    Raises
+    ------
+    PlanError
+        For a field that is not a Plan field.
+    """
+    constraints = {k: v for k, v in (constraints or {}).items() if v is not None}
+    unknown = sorted(set(constraints) - set(Plan.__dataclass_fields__))
+    if unknown:
+        raise PlanError(f"--parallel auto plans only {sorted(Plan.__dataclass_fields__)}; not {unknown}")
+    out: dict[Plan, None] = {}
+    for plan in candidate_plans(world):
+        if any(k in constraints and getattr(plan, k) != constraints[k] for k in _MESH):
+            continue
+        fixed = {k: v for k, v in constraints.items() if k not in _MESH and (k != "microbatches" or plan.pp > 1)}
+        out[replace(plan, **fixed)] = None
+    return list(out)
+
+
+def ranked(checks: list[PlanCheck]) -> list[PlanCheck]:
+    """The plans that can run, fastest predicted first (ties kept in their order); every check needs ``step_s``."""
+    ok = [c for c in checks if c.ok]
+    if any(c.step_s is None for c in ok):
+        raise ValueError("ranking needs predicted step times: give feasibility time coefficients or a machine")
+    return sorted(ok, key=lambda c: c.step_s)
+
+
+def best_plan(problem, world: int, machine, constraints: dict | None = None, margin: float = 0.2) -> PlanCheck:
+    """The plan with the least predicted step time for ``problem`` on ``world`` ranks of ``machine``, among those
+    that keep to ``constraints`` (:func:`constrained_plans`) and fit (1 - margin) of its memory per rank.
+
+    Raises
+    ------
+    PlanError
+        If none does: one line with the constraints and how many plans failed for each reason, and the first
+        reason.
+    """
+    plans = constrained_plans(world, constraints)
+    if not plans:
+        mesh = {k: constraints[k] for k in _MESH if (constraints or {}).get(k) is not None}
+        raise PlanError(f"--parallel auto: {', '.join(f'{k} = {v}' for k, v in mesh.items())} does not fit {world} "
+                        f"rank(s): dp x tp x pp must equal the ranks; drop or change it")
+    checks = feasibility(problem, world, plans, machine=machine, margin=margin)
+    good = ranked(checks)
+    if good:
+        return good[0]
+    from collections import Counter
+
+    kinds = Counter(c.reason[0] for c in checks)
+    given = ", ".join(f"{k} = {v}" for k, v in (constraints or {}).items() if v is not None) or "no constraints"
+    first = checks[0].reason[1] if checks else "no plan"
+    raise PlanError(f"--parallel auto: no plan for {world} rank(s) keeps to {given} ("
+                    + ", ".join(f"{n} rejected for {k}" for k, n in sorted(kinds.items()))
+                    + f"; e.g. {first}); drop or change a constraint")

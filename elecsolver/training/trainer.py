@@ -609,7 +609,8 @@ class Trainer:
         """Everything a resume needs to continue bit for bit."""
         return {
             "package_version": __version__, "problem": self.problem.name, "config": self.problem.config,
-            "world": self.ctx.world, "layout": self.ctx.extra.get("layout"), "step": self.step, "model": self.model.state_dict(),
+            "world": self.ctx.world, "layout": self.ctx.extra.get("layout"), "parallel": self.ctx.extra.get("parallel"),
+            "step": self.step, "model": self.model.state_dict(),
             **self.stepper.state_dict(), "finish": self.in_finish, "balance_weights": self.balance_weights.clone(),
             "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
@@ -654,11 +655,7 @@ class Trainer:
             diff = _diff_keys(state["config"], self.problem.config)
             raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}; "
                               "use the same preset, --steps, --seed, --dtype and --set values")
-        shards = [(lay or {}).get("tp", 1) * 100 + (lay or {}).get("pp", 1)
-                  for lay in (state.get("layout"), self.ctx.extra.get("layout"))]
-        if shards[0] != shards[1]:  # a checkpoint holds one shard of a model split differently
-            raise ResumeError(f"--resume: the checkpoint was written with the parallel layout {state.get('layout')}, "
-                              f"this run has {self.ctx.extra.get('layout')}; resume with the same --tp and --pp")
+        check_parallel(state, self.ctx)
         self.model.load_state_dict(state["model"])
         if state.get("finish") and not self.in_finish:
             self._enter_finish()
@@ -730,6 +727,35 @@ def cxx_compiler() -> str | None:
     if cxx:
         return shutil.which(cxx) or None
     return next((path for name in ("g++", "c++", "clang++") if (path := shutil.which(name))), None)
+
+
+# the parallel options a resume must keep: the model's split (tp, pp), how the points are shared (dp) and cut
+# (microbatches), and what the optimizer state and loss scaler hold (zero, precision); schedule and recompute change
+# neither the numbers nor the state
+RESUME_PARALLEL_KEYS = ("dp", "tp", "pp", "microbatches", "zero", "precision")
+
+
+def check_parallel(state: dict, ctx: RunContext) -> None:
+    """Refuse to resume a checkpoint written under other parallel options (:data:`RESUME_PARALLEL_KEYS`); those of
+    the run are in ``ctx.extra["parallel"]`` (``elecsolver.parallel.apply_parallelism``), the checkpoint's under
+    "parallel" (absent from a run built without it: then only the layout is compared).
+
+    Raises
+    ------
+    ResumeError
+        Naming each option that differs, with both values.
+    """
+    mine, theirs = ctx.extra.get("parallel"), state.get("parallel")
+    if mine is not None and theirs is not None:
+        diff = [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in RESUME_PARALLEL_KEYS if theirs.get(k) != mine.get(k)]
+        if diff:
+            raise ResumeError(f"--resume: the checkpoint was written under other parallel options ({', '.join(diff)});"
+                              " resume with the same [parallel] section or flags (its OUT/config.toml has them)")
+    shards = [(lay or {}).get("tp", 1) * 100 + (lay or {}).get("pp", 1) for lay in (state.get("layout"),
+                                                                                   ctx.extra.get("layout"))]
+    if shards[0] != shards[1]:  # a checkpoint holds one shard of a model split differently
+        raise ResumeError(f"--resume: the checkpoint was written with the parallel layout {state.get('layout')}, "
+                          f"this run has {ctx.extra.get('layout')}; resume with the same --tp and --pp")
 
 
 def _diff_keys(a, b, prefix: str = "") -> list[str]:

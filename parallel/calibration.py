@@ -1,0 +1,157 @@
+"""``elecsolver plan --calibrate``: measure this machine for the planner and write its description.
+
+The ranks of a run share the machine, so its rates are measured with as many processes as the run will have ranks,
+started here on this host, all measuring at once (one thread each unless the cores go round):
+
+1. the processes join a gloo group and all-reduce float32 tensors of 1 KiB to 4 MiB, 20 times each after two
+   warm-ups; the medians fit ``alpha + beta b`` (Hockney) by least squares;
+2. each then measures the step-time model's rates on its own (:func:`~elecsolver.parallel.planner.calibrate_time`),
+   while the others do the same; the medians over the processes are kept;
+3. this process measures the activation coefficients (:func:`~elecsolver.parallel.planner.calibrate`).
+
+The description has one node of that many ranks and the host's memory shared among them
+(:class:`~elecsolver.parallel.machine.Machine`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["host_memory_mib", "measure_machine", "spawn_local"]
+
+SIZES = (2**8, 2**12, 2**16, 2**20)  # float32 elements: 1 KiB to 4 MiB
+
+
+def spawn_local(cmd: list[str], world: int, timeout: float = 1200, threads: int | None = None) -> list[list[dict]]:
+    """Run ``cmd`` as ``world`` ranks on this host (torchrun-style variables: RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE, MASTER_ADDR/PORT) with ``threads`` intra-op threads each (default: the cores shared out, at
+    least one) and return, per rank, the JSON objects it printed one a line.
+
+    Raises
+    ------
+    RuntimeError
+        With a failing rank's standard error.
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    threads = threads or max(1, (os.cpu_count() or 1) // world)
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), RANK=str(rank), WORLD_SIZE=str(world),
+                   LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    rows = []
+    for rank, p in enumerate(procs):
+        out, err = p.communicate(timeout=timeout)
+        if p.returncode:
+            for q in procs:
+                q.kill()
+            raise RuntimeError(f"rank {rank} of the calibration failed:\n{err.strip()}")
+        rows.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
+    return rows
+
+
+def host_memory_mib() -> float:
+    """This host's memory (MiB): MemTotal of /proc/meminfo, else the page count times the page size."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+
+
+def _worker(spec: str, config_path: str, steps: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from elecsolver.cli import load_problem_class
+
+    from .data_parallel import init_data_parallel, shutdown
+    from .planner import calibrate_time
+
+    init_data_parallel("cpu")
+    config = json.loads(Path(config_path).read_text())
+    problem = load_problem_class(spec)(config)
+    for n in SIZES:
+        t = torch.ones(n)
+        times = []
+        for _ in range(22):
+            dist.barrier()
+            t0 = time.perf_counter()
+            dist.all_reduce(t)
+            times.append(time.perf_counter() - t0)
+        print(json.dumps({"bytes": 4 * n, "s": statistics.median(times[2:])}), flush=True)
+    dist.barrier()
+    c = calibrate_time(problem, 0.0, 0.0, steps)  # every rank at once: the rates under a full machine
+    print(json.dumps({"s_per_mac": c.s_per_mac, "global_s": c.global_s, "microbatch_s": c.microbatch_s,
+                      "recompute_factor": c.recompute_factor}), flush=True)
+    shutdown()
+
+
+def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 15, progress=print):
+    """Measure this host with ``ranks`` processes training ``problem`` (see the module's steps) and return its
+    :class:`~elecsolver.parallel.machine.Machine` (``measured = True``).
+
+    Parameters
+    ----------
+    problem : Problem
+        Measured at its configuration; ``spec`` is how a worker loads its class (default: its registered name).
+    ranks : int
+        Processes measuring at once: the ranks of the runs to plan.
+    steps : int
+        Timed steps of each rate's median.
+
+    Raises
+    ------
+    RuntimeError
+        If a worker fails (its error attached).
+    """
+    import numpy as np
+
+    from .machine import Link, Machine
+    from .planner import TimeCoefficients, calibrate
+
+    if not isinstance(ranks, int) or ranks < 2:
+        raise ValueError(f"a calibration needs at least 2 ranks (it measures their collectives), got {ranks!r}")
+    spec = spec or problem.name
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "config.json"
+        cfg.write_text(json.dumps(problem.config))
+        progress(f"# calibrating with {ranks} processes on this host: collectives, then step rates")
+        rows = spawn_local([sys.executable, "-m", "elecsolver.parallel.calibration", "--worker", spec, str(cfg),
+                            str(steps)], ranks)
+    coll = [r for r in rows[0] if "bytes" in r]
+    b = np.array([r["bytes"] for r in coll], dtype=float)
+    t = np.array([r["s"] for r in coll])
+    beta, alpha = np.polyfit(b, t, 1)
+    alpha = max(float(alpha), float(t.min()) / 2)
+    rates = [next(r for r in rank_rows if "s_per_mac" in r) for rank_rows in rows]
+    med = {k: statistics.median(r[k] for r in rates) for k in rates[0]}
+    compute = TimeCoefficients(alpha_s=alpha, beta_s_per_byte=max(float(beta), 1e-15),
+                               measured_on=f"{problem.name}, {ranks} processes at once", **med)
+    progress("# calibrating the activation memory on this process")
+    total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
+    activations = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
+    link = Link(compute.alpha_s, compute.beta_s_per_byte)
+    import platform
+
+    return Machine(name=f"{platform.node() or 'this host'}: {os.cpu_count()} CPU cores, {ranks} ranks, gloo",
+                   measured=True, source=f"elecsolver plan --calibrate on {problem.name}, {time.strftime('%Y-%m-%d')}",
+                   ranks_per_node=ranks, nodes=1, memory_per_rank_mib=host_memory_mib() / ranks, compute=compute,
+                   activations=activations, intra_node=link, inter_node=link)
+
+
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--worker":
+    _worker(sys.argv[2], sys.argv[3], int(sys.argv[4]))

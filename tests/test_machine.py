@@ -1,0 +1,271 @@
+"""Machine descriptions, the planner's ranking and --parallel auto, and parallel options carried by presets and
+checkpoints: hand-computed model arithmetic, topology on known layouts, and the choices on known machines."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from elecsolver.parallel.machine import Machine, MachineError, load_machine, parse_size_mib, shipped
+from elecsolver.parallel.planner import (
+    Plan,
+    PlanError,
+    all_reduce_bytes,
+    best_plan,
+    bubble_fraction,
+    constrained_plans,
+    feasibility,
+    predict_step_s,
+    ranked,
+    state_bytes,
+)
+from elecsolver.problems import get_problem_class
+
+from elecsolver.config import apply_overrides
+
+MPS = get_problem_class("maxwell-point-source-2d")
+
+
+def _problem(*sets):
+    return MPS(apply_overrides(MPS.preset_config("smoke"), list(sets)))
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(2, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
+                               torch.nn.Linear(64, 3))
+
+
+def test_state_bytes_of_a_known_network():
+    """2-64-64-3: (2 + 1) 64 + (64 + 1) 64 + (64 + 1) 3 = 4547 parameters, 18188 float32 bytes; gradients as many;
+    Adam two moments; ZeRO over 4 ranks keeps a quarter of the moments; dp > 1 adds a flat gradient buffer."""
+    net = _mlp()
+    assert sum(p.numel() for p in net.parameters()) == 4547
+    one = state_bytes(net, Plan(1))
+    assert one == {"parameters": 18188, "gradients": 18188, "adam": 36376, "dp_buffer": 0}
+    assert state_bytes(net, Plan(4, zero=True)) == {"parameters": 18188, "gradients": 18188, "adam": 9094,
+                                                    "dp_buffer": 18188}
+    assert state_bytes(net, Plan(1), dtype_bytes=8)["adam"] == 72752
+
+
+def test_all_reduce_volume_and_pipeline_bubble():
+    """Ring all-reduce: each rank sends 2 (p - 1) / p of the buffer (18188 bytes over 4 ranks: 27282); one rank sends
+    nothing. 1F1B / GPipe with pp = 4 and 8 micro-batches: 3 idle slots of 11."""
+    assert all_reduce_bytes(18188, 4) == pytest.approx(27282.0, rel=1e-15)
+    assert all_reduce_bytes(18188, 2) == 18188 and all_reduce_bytes(18188, 1) == 0
+    assert bubble_fraction(4, 8) == pytest.approx(3 / 11, rel=1e-15)
+    assert bubble_fraction(1, 8) == 0
+
+
+def _machine(**kw):
+    base = load_machine("h100-64x-infiniband")
+    return dataclasses.replace(base, **kw)
+
+
+def test_topology_places_tp_inside_a_node_and_prices_groups_that_span_nodes():
+    """64 ranks, 8 a node, rank = (pp_i dp + dp_i) tp + tp_i: tp = 8 groups are nodes; dp over them crosses nodes;
+    dp = 8 with tp = 1 and pp = 8 keeps dp inside a node and sends the pipeline between nodes."""
+    m = load_machine("h100-64x-infiniband")
+    intra, inter = m.intra_node, m.inter_node
+    assert m.axis_links(8, 8, 1) == {"tp": intra, "dp": inter, "pp": intra}
+    assert m.axis_links(4, 16, 1)["tp"] == inter
+    assert m.axis_links(8, 1, 8) == {"tp": intra, "dp": intra, "pp": inter}
+    assert m.axis_links(64, 1, 1)["dp"] == inter
+    assert load_machine("h100-8x-nvlink").axis_links(8, 1, 1)["dp"] == load_machine("h100-8x-nvlink").intra_node
+    groups = m.groups(2, 2, 2)
+    assert groups["tp"] == [[0, 1], [2, 3], [4, 5], [6, 7]] and groups["pp"][0] == [0, 4]
+    assert groups["dp"][0] == [0, 2]
+
+
+def test_step_time_prices_the_dp_all_reduce_on_the_link_it_crosses():
+    problem = _problem()
+    m = _machine(compute=dataclasses.replace(load_machine("h100-8x-nvlink").compute, global_s=0.0))
+    from elecsolver.parallel.planner import _shards
+
+    from elecsolver.training.trainer import build_model
+
+    model = build_model(problem, torch.device("cpu"))
+    stages = _shards(model, 1, 1)
+    grads = sum(p.numel() for p in model.parameters()) * 4
+    a = 1000
+    local = m.compute.s_per_mac * sum(w.numel() for n, w in model.named_parameters()
+                                      if n.endswith("weight") and w.dim() >= 2) * a / 64
+    t64 = predict_step_s(Plan(64), stages, a, m.compute, 4, m)
+    expect = local + 2 * m.inter_node.alpha_s + m.inter_node.beta_s_per_byte * all_reduce_bytes(grads, 64)
+    assert t64 == pytest.approx(expect, rel=1e-12)
+    one_node = dataclasses.replace(m, ranks_per_node=64, nodes=1)
+    t64_one = predict_step_s(Plan(64), stages, a, m.compute, 4, one_node)
+    assert t64_one == pytest.approx(local + 2 * m.intra_node.alpha_s + m.intra_node.beta_s_per_byte
+                                    * all_reduce_bytes(grads, 64), rel=1e-12)
+
+
+def test_shipped_descriptions_read_and_write_back():
+    assert set(shipped()) >= {"cpu-2core", "h100-8x-nvlink", "h100-64x-infiniband"}
+    for name in shipped():
+        m = load_machine(name)
+        assert isinstance(m, Machine) and m.memory_per_rank_mib > 0 and m.compute.s_per_mac > 0
+    h = load_machine("h100-8x-nvlink")
+    assert not h.measured and h.world == 8 and h.memory_per_rank_mib == pytest.approx(80e9 / 2**20)
+    assert load_machine("h100-64x-infiniband").world == 64
+    assert load_machine("cpu-2core").measured
+
+
+def test_machine_round_trip(tmp_path):
+    m = load_machine("h100-64x-infiniband")
+    path = tmp_path / "m.toml"
+    path.write_text(m.to_toml())
+    back = load_machine(path)
+    assert back.compute.s_per_mac == m.compute.s_per_mac and back.inter_node == m.inter_node
+    assert back.memory_per_rank_mib == pytest.approx(m.memory_per_rank_mib, rel=1e-5)
+    assert back.activations.plain == m.activations.plain and back.ranks_per_node == 8 and back.nodes == 8
+
+
+@pytest.mark.parametrize("edit, words", [
+    (("ranks_per_node = 8", "ranks_per_node = 0"), "ranks_per_node must be a positive integer, got 0"),
+    (("memory_per_rank = \"80GB\"", "memory_per_rank = \"lots\""), "memory_per_rank must be a positive size"),
+    (("s_per_mac = 3.3e-13", "s_per_mac = -1.0"), "compute.s_per_mac must be a positive number, got -1.0"),
+    (("[inter_node]", "[between_nodes]"), "needs a [inter_node] section"),
+    (("measured = false", "measured = \"no\""), "measured must be true"),
+])
+def test_bad_machine_descriptions_are_one_clear_error(tmp_path, edit, words):
+    from elecsolver.parallel.machine import MACHINES_DIR
+
+    text = (MACHINES_DIR / "h100-64x-infiniband.toml").read_text()
+    assert edit[0] in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(edit[0], edit[1]))
+    with pytest.raises(MachineError) as err:
+        load_machine(path)
+    assert str(path) in str(err.value) and words in str(err.value)
+    with pytest.raises(MachineError, match="no such file; give a machine description"):
+        load_machine(tmp_path / "absent.toml")
+
+
+def test_sizes():
+    assert parse_size_mib("4GiB") == 4096 and parse_size_mib("80GB") == pytest.approx(80e9 / 2**20)
+    assert parse_size_mib("512MiB") == 512 and parse_size_mib("1048576") == 1
+    for bad in ("", "4 parsecs", "-1GiB", None):
+        with pytest.raises(ValueError, match="must be a positive size"):
+            parse_size_mib(bad)
+
+
+def test_constraints_keep_the_mesh_and_set_the_rest():
+    plans = constrained_plans(4, {"tp": 2})
+    assert plans and all(p.tp == 2 and p.dp * p.pp == 2 for p in plans)
+    six = constrained_plans(4, {"pp": 2, "microbatches": 6, "precision": "fp32"})
+    assert all(p.microbatches == 6 and p.precision == "fp32" for p in six) and len(set(six)) == len(six)
+    assert {p.schedule for p in six} == {"1f1b", "gpipe"}
+    assert constrained_plans(1, {"tp": 2}) == []
+    with pytest.raises(PlanError, match="plans only"):
+        constrained_plans(2, {"shards": 2})
+
+
+def test_ranking_orders_by_predicted_time_and_the_best_plan_keeps_to_constraints():
+    """On the 2-core description 2 ranks of the main job's smoke preset: every plan the ranking lists can run, in
+    increasing predicted time; the best is data parallel at fp32; a tp constraint is kept; tp = 3 cannot fit."""
+    problem = _problem()
+    cpu = load_machine("cpu-2core")
+    checks = feasibility(problem, 2, machine=cpu)
+    order = ranked(checks)
+    assert order and all(c.ok for c in order)
+    assert [c.step_s for c in order] == sorted(c.step_s for c in order)
+    assert all(c.memory_mib is not None for c in order)
+    best = best_plan(problem, 2, cpu, {"precision": "fp32"})
+    assert best.plan.dp == 2 and best.plan.precision == "fp32" and best.step_s == order[0].step_s
+    assert best_plan(problem, 2, cpu, {"tp": 2}).plan.tp == 2
+    with pytest.raises(PlanError, match=r"tp = 3 does not fit 2 rank\(s\)"):
+        best_plan(problem, 2, cpu, {"tp": 3})
+
+
+def test_plans_over_memory_are_never_proposed():
+    problem = _problem()
+    tiny = dataclasses.replace(load_machine("cpu-2core"), memory_per_rank_mib=0.01)
+    assert ranked(feasibility(problem, 2, machine=tiny)) == []
+    with pytest.raises(PlanError, match="rejected for memory") as err:
+        best_plan(problem, 2, tiny)
+    assert "drop or change a constraint" in str(err.value)
+
+
+def test_auto_parallel_options(capsys):
+    from elecsolver.cli import auto_parallel
+
+    problem = _problem()
+    opts = auto_parallel(problem, 2, {"auto": True, "timeout_s": 60.0, "zero": True}, "cpu-2core")
+    assert opts["dp"] == 2 and opts["zero"] is True and opts["timeout_s"] == 60.0 and opts["precision"] == "fp32"
+    assert "--parallel auto on 2 rank(s) of 2-core CPU host" in capsys.readouterr().err
+    from elecsolver.parallel import ParallelOptions
+
+    ParallelOptions.coerce(opts).validate(problem.training, 2)
+
+
+def test_plan_command_ranks_on_a_machine():
+    from conftest import run_main
+
+    r = run_main("plan", "maxwell-point-source-2d", "--preset", "smoke", "--world-size", "8", "--machine",
+                 "h100-8x-nvlink")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# maxwell-point-source-2d, 8 rank(s) on 8x H100 SXM 80GB") and \
+        "(not measured: published figures)" in lines[0] and "ranked by predicted step time" in lines[0]
+    times = [float(line.split("# ")[1].split(" ms")[0]) for line in lines[1:] if line.startswith("--")]
+    assert times == sorted(times) and len(times) > 10
+
+
+def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch):
+    """measure_machine with the processes faked: alpha and beta are the line through the all-reduce medians, each
+    rate the median over the processes."""
+    from elecsolver.parallel import calibration
+
+    alpha, beta = 2e-4, 1e-9
+    coll = [{"bytes": b, "s": alpha + beta * b} for b in (1024, 16384, 262144, 4194304)]
+    rates = [{"s_per_mac": s, "global_s": 0.003, "microbatch_s": 0.006, "recompute_factor": 1.5}
+             for s in (1e-10, 3e-10, 2e-10)]
+    monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [coll + [r] for r in rates])
+    from elecsolver.parallel import planner
+
+    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 5.0))
+    m = calibration.measure_machine(_problem(), 3, progress=lambda *a: None)
+    assert m.measured and m.ranks_per_node == 3 and m.nodes == 1
+    assert m.intra_node.alpha_s == pytest.approx(alpha, rel=1e-6)
+    assert m.intra_node.beta_s_per_byte == pytest.approx(beta, rel=1e-6)
+    assert m.compute.s_per_mac == 2e-10 and m.compute.recompute_factor == 1.5
+    assert m.activations.plain == 8.0 and m.memory_per_rank_mib == pytest.approx(calibration.host_memory_mib() / 3)
+    with pytest.raises(ValueError, match="at least 2 ranks"):
+        calibration.measure_machine(_problem(), 1)
+
+
+def test_a_preset_holds_parallel_options_below_the_file_and_the_flags(tmp_path):
+    from elecsolver.cli import _configure, _parallel_options, _parser
+
+    class Prob(MPS):
+        name = "maxwell-point-source-2d"
+        presets = {**MPS.presets, "rc": {**MPS.presets["ci"], "parallel": {"recompute": True, "precision": "bf16"}}}
+
+    args = _parser().parse_args(["run", "x", "--preset", "rc"])
+    _configure(Prob, args)
+    assert _parallel_options(args).recompute is True and _parallel_options(args).precision == "bf16"
+    path = tmp_path / "f.toml"
+    path.write_text('[parallel]\nprecision = "fp32"\n')
+    args = _parser().parse_args(["run", "x", "--preset", "rc", "--config", str(path), "--precision", "fp16"])
+    _configure(Prob, args)
+    opts = _parallel_options(args)
+    assert opts.recompute is True and opts.precision == "fp16"
+    args = _parser().parse_args(["run", "x", "--preset", "rc", "--config", str(path)])
+    _configure(Prob, args)
+    assert _parallel_options(args).precision == "fp32"
+    assert Prob.preset_config("rc") == MPS.preset_config("ci")  # the configuration itself holds no parallel section
+
+
+def test_resume_refuses_other_parallel_options():
+    from elecsolver.training.context import RunContext
+    from elecsolver.training.trainer import ResumeError, check_parallel
+
+    opts = {"dp": 2, "tp": 1, "pp": 1, "microbatches": 1, "zero": False, "precision": "fp32", "schedule": "1f1b",
+            "recompute": False}
+    ctx = RunContext(extra={"parallel": {**opts, "zero": True, "recompute": True}, "layout": {"dp": 2, "tp": 1,
+                                                                                              "pp": 1}})
+    with pytest.raises(ResumeError, match=r"other parallel options \(zero False -> True\)"):
+        check_parallel({"parallel": opts, "layout": {"dp": 2, "tp": 1, "pp": 1}}, ctx)
+    check_parallel({"parallel": {**opts, "zero": True}, "layout": {"dp": 2, "tp": 1, "pp": 1}}, ctx)  # recompute may
+    check_parallel({"layout": None}, RunContext())  # a checkpoint without options: the layout alone
