@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import socket
-import subprocess
 
 __all__ = ["cpu_model", "fmt", "launch_ranks"]
 
 
 def launch_ranks(cmd: list[str], world: int = 2, timeout: float = 1200) -> list[list[dict]]:
-    """Run ``cmd`` as ``world`` ranks with torchrun-style variables (MASTER_ADDR/PORT on this host, one thread
-    each) and return, per rank, the JSON objects it printed one a line.
+    """Run ``cmd`` as ``world`` ranks on this host, one thread each, and return, per rank, the JSON objects it
+    printed one a line (:func:`elecsolver.parallel.calibration.spawn_local`).
 
     Raises
     ------
     RuntimeError
         With a rank's stderr, if it exits non-zero.
     """
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    for rank in range(world):
-        env = dict(os.environ, OMP_NUM_THREADS="1", RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    rows = []
-    for p in procs:
-        out, err = p.communicate(timeout=timeout)
-        if p.returncode:
-            raise RuntimeError(err)
-        rows.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
-    return rows
+    from elecsolver.parallel.calibration import spawn_local
+
+    return spawn_local(cmd, world, timeout=timeout, threads=1)
 
 
 def cpu_model() -> str:

@@ -1,14 +1,18 @@
-"""The planner's step-time model against measurement under 2-rank plans (dp, ZeRO, tp, pp with both schedules,
-recompute), and the collectives' latency and bandwidth it needs.
+"""The planner's step-time model against measurement: every plan that can run on 2 ranks at fp32 (dp, ZeRO, tp, pp
+with both schedules and 2, 4 and 8 micro-batches, each with and without recompute), and the machine description it
+is predicted with.
 
-    python benchmarks/planner_time.py [--json benchmarks/planner_time.json]
+    python benchmarks/planner_time.py [--json benchmarks/planner_time.json] [--write-machine FILE]
 
-1. Two ranks (torchrun-style variables, gloo, one thread each) all-reduce float32 tensors of 1 KiB to 4 MiB, 20 times
-   each; the medians fit alpha + beta b (Hockney).
-2. ``planner.calibrate_time`` measures the compute rate, the fixed cost of a step and recompute's factor on one
-   process.
+1. ``elecsolver.parallel.calibration.measure_machine`` with 2 processes (gloo, one thread each): the collectives'
+   alpha and beta from all-reduces of 1 KiB to 4 MiB, then each process measures the step rates while the other
+   does (:func:`~elecsolver.parallel.planner.calibrate_time`); ``--write-machine`` writes the description (the
+   shipped ``cpu-2core`` is written so).
+2. For comparison, the same rates measured by one process alone (the calibration before).
 3. Every plan trains 2 warm-up steps and ``--steps`` timed steps on 2 ranks; rank 0's median step is the plan's.
    The launches are repeated ``--repeats`` times, the plans interleaved within each; the median is reported.
+4. Rank correlation (Spearman) of predicted and measured, the median absolute relative error, and how far the
+   fastest predicted plan is from the fastest measured one.
 """
 
 from __future__ import annotations
@@ -18,17 +22,16 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 from _common import launch_ranks
 
-PLANS = [
-    {"dp": 2}, {"dp": 2, "zero": True}, {"dp": 1, "tp": 2}, {"dp": 1, "tp": 2, "recompute": True},
-    {"dp": 1, "pp": 2, "microbatches": 4, "schedule": "1f1b"}, {"dp": 1, "pp": 2, "microbatches": 4, "schedule": "gpipe"},
-    {"dp": 1, "pp": 2, "microbatches": 2, "schedule": "1f1b"},
-]
-SIZES = [2**8, 2**12, 2**16, 2**20]  # float32 elements: 1 KiB to 4 MiB
+
+def _plans() -> list[dict]:
+    """Every plan of 2 ranks that the quick preset can run at fp32, as ParallelOptions fields."""
+    from elecsolver.parallel.planner import feasibility
+
+    return [c.plan.options() for c in feasibility(_problem(), 2) if c.ok and c.plan.precision == "fp32"]
 
 
 def _problem():
@@ -40,44 +43,32 @@ def _problem():
     return cls(cfg)
 
 
-def worker(mode: str, steps: int) -> None:
+def worker(steps: int) -> None:
     import torch
-    import torch.distributed as dist
     from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
 
     comm, info, dev = init_data_parallel("cpu")
     torch.set_num_threads(1)
-    if mode == "collectives":
-        for n in SIZES:
-            t = torch.ones(n)
-            times = []
-            for _ in range(22):
-                dist.barrier()
-                t0 = time.perf_counter()
-                dist.all_reduce(t)
-                times.append(time.perf_counter() - t0)
-            print(json.dumps({"bytes": 4 * n, "s": statistics.median(times[2:])}), flush=True)
-    else:
-        from elecsolver.parallel.planner import time_steps
-        from elecsolver.parallel.strategy import apply_parallelism
+    from elecsolver.parallel.planner import time_steps
+    from elecsolver.parallel.strategy import apply_parallelism
 
-        from elecsolver.trainer import Trainer
+    from elecsolver.trainer import Trainer
 
-        for plan in PLANS:
-            problem = _problem()
-            model, ctx = apply_parallelism(problem, comm, dev, plan)
-            trainer = Trainer(problem, model, ctx, progress=False)
-            trainer.batches()
-            for _ in range(2):
-                trainer.train_step()
-            times = time_steps(trainer, steps)
-            print(json.dumps({"plan": plan, "rank": info.rank, "s": statistics.median(times)}), flush=True)
+    for plan in _plans():
+        problem = _problem()
+        model, ctx = apply_parallelism(problem, comm, dev, plan)
+        trainer = Trainer(problem, model, ctx, progress=False)
+        trainer.batches()
+        for _ in range(2):
+            trainer.train_step()
+        times = time_steps(trainer, steps)
+        print(json.dumps({"plan": plan, "rank": info.rank, "s": statistics.median(times)}), flush=True)
     shutdown()
 
 
-def _launch(mode: str, steps: int) -> list[dict]:
+def _launch(steps: int) -> list[dict]:
     """Rank 0's rows of a 2-rank launch of this script's worker."""
-    return launch_ranks([sys.executable, __file__, "--worker", mode, "--steps", str(steps)])[0]
+    return launch_ranks([sys.executable, __file__, "--worker", "--steps", str(steps)])[0]
 
 
 def main(argv=None) -> int:
@@ -85,50 +76,66 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="benchmarks/planner_time.json")
     ap.add_argument("--steps", type=int, default=15, help="timed steps a plan a launch (default 15)")
     ap.add_argument("--repeats", type=int, default=3, help="launches (default 3); the median is reported")
+    ap.add_argument("--write-machine", metavar="FILE", help="also write the measured machine description here")
     args = ap.parse_args(argv)
-    import numpy as np
     import torch
+    from elecsolver.parallel.calibration import measure_machine
     from elecsolver.parallel.planner import Plan, calibrate_time, feasibility
+    from scipy.stats import spearmanr
 
     torch.set_num_threads(1)
-    coll = _launch("collectives", 0)
-    b = np.array([r["bytes"] for r in coll], dtype=float)
-    t = np.array([r["s"] for r in coll])
-    beta, alpha = np.polyfit(b, t, 1)
-    alpha = max(float(alpha), float(t.min()) / 2)
     problem = _problem()
-    coeffs = calibrate_time(problem, alpha, max(float(beta), 0.0))
-    runs = [{json.dumps(r["plan"], sort_keys=True): r["s"] for r in _launch("plans", args.steps)}
+    machine = measure_machine(problem, 2)
+    if args.write_machine:
+        Path(args.write_machine).write_text(machine.to_toml())
+    alone = calibrate_time(problem, machine.compute.alpha_s, machine.compute.beta_s_per_byte)
+    plans = _plans()
+    runs = [{json.dumps(r["plan"], sort_keys=True): r["s"] for r in _launch(args.steps)}
             for _ in range(args.repeats)]
     rows = []
-    for plan in PLANS:
-        full = Plan(**{"dp": 1, **plan})
-        predicted = feasibility(problem, 2, [full], time_coefficients=coeffs)[0].step_s
+    for plan in plans:
+        full = Plan(**{**plan, "microbatches": plan["microbatches"] or 1})
+        predicted = feasibility(problem, 2, [full], machine=machine)[0].step_s
+        predicted_alone = feasibility(problem, 2, [full], time_coefficients=alone)[0].step_s
         each = sorted(run[json.dumps(plan, sort_keys=True)] for run in runs)
         m = statistics.median(each)
         rows.append({"plan": full.flags(), "predicted_s": predicted, "measured_s": m, "measured_runs_s": each,
-                     "ratio": predicted / m})
-        print(f"{full.flags():<55} predicted {predicted * 1e3:7.1f} ms, measured {m * 1e3:7.1f} ms "
-              f"(runs {', '.join(f'{x * 1e3:.1f}' for x in each)}), ratio {predicted / m:.3f}")
-    order_p = [r["plan"] for r in sorted(rows, key=lambda r: r["predicted_s"])]
-    order_m = [r["plan"] for r in sorted(rows, key=lambda r: r["measured_s"])]
+                     "ratio": predicted / m, "predicted_one_process_s": predicted_alone,
+                     "ratio_one_process": predicted_alone / m})
+        print(f"{full.flags():<62} predicted {predicted * 1e3:7.1f} ms, measured {m * 1e3:7.1f} ms "
+              f"(runs {', '.join(f'{x * 1e3:.1f}' for x in each)}), ratio {predicted / m:.3f} "
+              f"(one-process calibration {predicted_alone / m:.3f})")
+    order_p = sorted(rows, key=lambda r: r["predicted_s"])
+    order_m = sorted(rows, key=lambda r: r["measured_s"])
+    rho = float(spearmanr([r["predicted_s"] for r in rows], [r["measured_s"] for r in rows]).statistic)
+    rho_alone = float(spearmanr([r["predicted_one_process_s"] for r in rows],
+                                [r["measured_s"] for r in rows]).statistic)
+    c = machine.compute
     result = {"benchmark": "benchmarks/planner_time.py", "problem": problem.name, "preset": "quick",
               "machine": f"{os.cpu_count()} CPU cores, 2 ranks, gloo, one thread each", "repeats": args.repeats,
-              "collectives": {"alpha_s": alpha, "beta_s_per_byte": float(beta), "all_reduce": coll},
-              "coefficients": {"s_per_mac": coeffs.s_per_mac, "global_s": coeffs.global_s,
-                               "microbatch_s": coeffs.microbatch_s, "recompute_factor": coeffs.recompute_factor},
-              "plans": rows, "worst_relative_error": max(abs(r["ratio"] - 1) for r in rows),
-              "fastest_predicted": order_p[0], "fastest_measured": order_m[0]}
+              "steps": args.steps,
+              "collectives": {"alpha_s": c.alpha_s, "beta_s_per_byte": c.beta_s_per_byte},
+              "coefficients": {"s_per_mac": c.s_per_mac, "global_s": c.global_s, "microbatch_s": c.microbatch_s,
+                               "recompute_factor": c.recompute_factor, "measured": "2 processes at once"},
+              "coefficients_one_process": {"s_per_mac": alone.s_per_mac, "global_s": alone.global_s,
+                                           "microbatch_s": alone.microbatch_s,
+                                           "recompute_factor": alone.recompute_factor},
+              "plans": rows, "spearman": rho, "spearman_one_process": rho_alone,
+              "median_abs_error": statistics.median(abs(r["ratio"] - 1) for r in rows),
+              "median_abs_error_one_process": statistics.median(abs(r["ratio_one_process"] - 1) for r in rows),
+              "worst_relative_error": max(abs(r["ratio"] - 1) for r in rows),
+              "fastest_predicted": order_p[0]["plan"], "fastest_measured": order_m[0]["plan"],
+              "choice_over_best": order_p[0]["measured_s"] / order_m[0]["measured_s"]}
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    print(f"alpha {alpha * 1e6:.1f} us, beta {beta * 1e9:.3f} ns/B; worst relative error "
-          f"{result['worst_relative_error']:.1%}; fastest predicted {order_p[0]}, measured {order_m[0]}; "
-          f"wrote {args.json}")
+    print(f"alpha {c.alpha_s * 1e6:.1f} us, beta {c.beta_s_per_byte * 1e9:.3f} ns/B; Spearman {rho:.3f} (one-process "
+          f"calibration {rho_alone:.3f}); median |error| {result['median_abs_error']:.1%} "
+          f"({result['median_abs_error_one_process']:.1%}); the fastest predicted, {order_p[0]['plan']}, measures "
+          f"{result['choice_over_best']:.3f}x the fastest measured, {order_m[0]['plan']}; wrote {args.json}")
     return 0
 
 
 if __name__ == "__main__":
     if "--worker" in sys.argv:
-        i = sys.argv.index("--worker")
-        worker(sys.argv[i + 1], int(sys.argv[sys.argv.index("--steps") + 1]))
+        worker(int(sys.argv[sys.argv.index("--steps") + 1]))
     else:
         sys.exit(main())

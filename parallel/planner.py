@@ -430,7 +430,8 @@ def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int =
 
 def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib: float | None = None,
                 coefficients: MemoryCoefficients | None = None, margin: float = 0.2,
-                time_coefficients: TimeCoefficients | None = None, machine=None) -> list[PlanCheck]:
+                time_coefficients: TimeCoefficients | None = None, machine=None,
+                points_scale: float = 1.0) -> list[PlanCheck]:
     """Check every plan (default :func:`candidate_plans` of ``world``) against ``problem``.
 
     Parameters
@@ -450,6 +451,10 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
     machine : Machine, optional
         A machine description (:mod:`elecsolver.parallel.machine`): the defaults of ``memory_mib``,
         ``coefficients`` and ``time_coefficients``, and the links each axis's messages are priced at.
+    points_scale : float
+        Plan for this many times the configuration's points a step (every loss term's count and the activations
+        scale with it; the points are sampled once at the configuration's counts), e.g. 10^7 points without
+        sampling them.
 
     Returns
     -------
@@ -464,9 +469,10 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
         time_coefficients = time_coefficients or machine.compute
     plans = candidate_plans(world) if plans is None else plans
     model = build_model(problem, torch.device("cpu"))
-    counts = {c.name: len(problem.sample(c.name, seed=problem.training.seed).points)
+    counts = {c.name: int(len(problem.sample(c.name, seed=problem.training.seed).points) * points_scale)
               for c in problem.constraints()}
-    a_global = point_channels(problem, model) if coefficients is not None or time_coefficients is not None else 0
+    a_global = point_channels(problem, model) * points_scale \
+        if coefficients is not None or time_coefficients is not None else 0
     dtype_bytes = 8 if problem.training.dtype == "float64" else 4
     splits: dict[tuple[int, int], list | str] = {}
     out = []

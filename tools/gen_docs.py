@@ -378,6 +378,34 @@ def combinations_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def planner_tables() -> dict[str, str]:
+    """The planner's choices and search times (benchmarks/planner_search.json), as docs/parallel.md prints them."""
+    path = ROOT / "benchmarks" / "planner_search.json"
+    if not path.is_file():
+        return {"planner-choices": "(run python benchmarks/planner_search.py)\n", "planner-search": ""}
+    data = json.loads(path.read_text())
+    lines = ["| configuration | machine (ranks) | plans that can run | choice, predicted step and memory per rank | "
+             "runner-up | rejected (one example each) |", "|---|---|---|---|---|---|"]
+    for row in data["choices"]:
+        top = row["top"]
+
+        def cell(c):
+            if not c:
+                return "none"
+            mem = f"{c['memory_mib'] / 1024:.3g} GiB" if c["memory_mib"] >= 1024 else f"{c['memory_mib']:.3g} MiB"
+            return f"`{c['plan']}`: {c['step_ms']:.3g} ms, {mem}"
+
+        why = "; ".join(f"{n} for {kind} (e.g. `{row['examples'][kind]['plan']}`: {row['examples'][kind]['reason']})"
+                        for kind, n in sorted(row["rejected"].items()))
+        lines.append(f"| {row['scenario']}, {row['points_a_step']:,} points a step | `{row['machine']}` "
+                     f"({row['world']}) | {row['can_run']} of {row['plans']} | {cell(top[0] if top else None)} | "
+                     f"{cell(top[1] if len(top) > 1 else None)} | {why or 'none'} |")
+    search = ["| ranks | plans | first search of a process (s) | median of the next (s) |", "|---|---|---|---|"]
+    search += [f"| {r['world']} | {r['plans']} | {r['cold_s']:.2f} | {r['warm_median_s']:.2f} |"
+               for r in data["search"]]
+    return {"planner-choices": "\n".join(lines) + "\n", "planner-search": "\n".join(search) + "\n"}
+
+
 def _between(text: str, name: str, body: str) -> str:
     """``text`` with what lies between its ``<!-- name:begin -->`` and ``<!-- name:end -->`` lines replaced."""
     begin, end = f"<!-- {name}:begin -->\n", f"<!-- {name}:end -->"
@@ -390,6 +418,8 @@ def _between(text: str, name: str, body: str) -> str:
 def outputs() -> dict[Path, str]:
     readme = _between((ROOT / "README.md").read_text(), "results", readme_table())
     parallel = _between((ROOT / "docs" / "parallel.md").read_text(), "combinations", combinations_table())
+    for name, body in planner_tables().items():
+        parallel = _between(parallel, name, body)
     return {ROOT / "docs" / "problems.md": problems_page(), ROOT / "docs" / "configuration.md": configuration_page(),
             ROOT / "docs" / "cli.md": cli_page(), ROOT / "docs" / "benchmarks.md": benchmarks_page(),
             ROOT / "README.md": readme, ROOT / "docs" / "parallel.md": parallel}
