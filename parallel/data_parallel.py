@@ -132,9 +132,9 @@ def apply_data_parallel(model: torch.nn.Module, comm: DataParallelComm | None):
 
     if comm is None:
         return RunContext()
-    for p in model.parameters():
-        collectives.broadcast(p.data, 0)
-    return RunContext(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
+    ctx = RunContext.from_comm(comm)
+    ctx.broadcast_model(model)
+    return ctx
 
 
 def shutdown(clean: bool = True) -> None:

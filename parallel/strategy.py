@@ -223,9 +223,7 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
             return run
 
         hooks["make_forward_backward"] = make_cast_fb
-    # data parallel: identical parameters over the dp group (they already are: the same seed), gradients summed
-    for t in list(model.parameters()) + list(model.buffers()):
-        mesh.broadcast(t.data, 0, "dp")
+    # data parallel: gradients summed over the dp group (identical parameters: broadcast once the context exists)
     if opts.zero and mesh.dp > 1:
         hooks["make_optimizer"] = functools.partial(_zero_optimizer, group=mesh.group("dp"))
         hooks["optimizer_state_dict"] = functools.partial(_zero_state_dict, writer=mesh.dp_index == 0)
@@ -241,6 +239,7 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
         barrier=mesh.barrier, is_writer=mesh.rank == 0,
         checkpoint_name="checkpoint.pt" if shard == (0, 0) else f"checkpoint-tp{shard[0]}-pp{shard[1]}.pt",
         checkpoint_writer=mesh.dp_index == 0, model_parallel=mesh.tp * mesh.pp, **hooks)
+    ctx.broadcast_model(model)  # identical parameters over the dp group (they already are: the same seed)
     ctx.extra.update(mesh=mesh, layout={"dp": mesh.dp, "tp": mesh.tp, "pp": mesh.pp},
                      parallel={**opts.as_dict(), "dp": mesh.dp, "microbatches": opts.n_microbatches})
     if world > 1:

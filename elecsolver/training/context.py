@@ -140,6 +140,14 @@ class RunContext:
             return cls()
         return cls(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
 
+    def broadcast_model(self, model: torch.nn.Module) -> None:
+        """Overwrite ``model``'s parameters and buffers in place with data-parallel rank 0's: the one place where a
+        run's ranks are given an identical start (a no-op on one process)."""
+        if self.world == 1:
+            return
+        for t in list(model.parameters()) + list(model.buffers()):
+            self.broadcast(t.data, 0)
+
     def _flat_sum(self, params: list[torch.nn.Parameter]) -> None:
         if self.world == 1:
             return

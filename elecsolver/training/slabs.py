@@ -148,8 +148,7 @@ class SlabTrainer:
         device = kwargs.get("device", "cpu")
         if model is None:
             model = build_model(problem, device)
-            for p in model.parameters():  # identical start on every rank
-                ctx.broadcast(p.data, 0)
+            ctx.broadcast_model(model)  # identical start on every rank
         self.base = model
         self.history: list[dict] = []
         self.offsets = {"step": 0, "wall_s": 0.0, "points": 0}

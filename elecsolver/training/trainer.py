@@ -115,8 +115,7 @@ class Trainer:
         self.reference, self.progress = reference, progress
         if model is None:
             model = build_model(problem, self.device)
-            for p in model.parameters():  # identical start on every rank
-                self.ctx.broadcast(p.data, 0)
+            self.ctx.broadcast_model(model)  # identical start on every rank
         self.model = model
         if self.options.init_from:
             self._init_from(self.options.init_from)
