@@ -231,7 +231,11 @@ def configuration_page() -> str:
     lines += ["## parallel", "",
               "How the run is spread over the ranks a launcher started (the command-line flags `--dp`, `--tp`, "
               "`--pp`, `--microbatches`, `--schedule`, `--zero`, `--recompute`, `--precision`, `--profile` override "
-              "it; [parallel strategies](parallel.md)):", "", *_key_table({"parallel": parallel_defaults()}), ""]
+              "it; [parallel strategies](parallel.md)). A preset may hold some of these too (under its `parallel` key), "
+              "below the file's section and the flags; `--parallel auto` lets the planner choose dp, tp, pp, "
+              "micro-batches, schedule, ZeRO and recompute, keeping those given as constraints. A checkpoint records "
+              "them, and `--resume` refuses other dp, tp, pp, micro-batches, ZeRO or precision:", "",
+              *_key_table({"parallel": parallel_defaults()}), ""]
     lines += ["## Per problem", "",
               "Each problem's own sections, and the shared keys whose default it changes, at its default preset "
               "(another preset changes values; a key only some presets have says so).", ""]
