@@ -95,8 +95,8 @@ def _worker(spec: str, config_path: str, steps: int) -> None:
         print(json.dumps({"bytes": 4 * n, "s": statistics.median(times[2:])}), flush=True)
     dist.barrier()
     c = calibrate_time(problem, 0.0, 0.0, steps)  # every rank at once: the rates under a full machine
-    print(json.dumps({"s_per_mac": c.s_per_mac, "global_s": c.global_s, "microbatch_s": c.microbatch_s,
-                      "recompute_factor": c.recompute_factor}), flush=True)
+    print(json.dumps({"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
+                      "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor}), flush=True)
     shutdown()
 
 

@@ -26,6 +26,7 @@ File format::
 
     [compute]                              # planner.TimeCoefficients
     s_per_mac = 3.0e-13
+    s_per_point = 0.0                      # optional (default 0)
     global_s = 5.0e-3
     microbatch_s = 1.0e-3
     recompute_factor = 1.33
@@ -160,8 +161,8 @@ class Machine:
         data = {"name": self.name, "measured": self.measured, "source": self.source,
                 "ranks_per_node": self.ranks_per_node, "nodes": self.nodes,
                 "memory_per_rank": f"{self.memory_per_rank_mib:.6g}MiB",
-                "compute": {"s_per_mac": c.s_per_mac, "global_s": c.global_s, "microbatch_s": c.microbatch_s,
-                            "recompute_factor": c.recompute_factor},
+                "compute": {"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
+                            "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor},
                 "activations": {"plain": self.activations.plain, "recompute": self.activations.recompute},
                 "intra_node": {"alpha_s": self.intra_node.alpha_s,
                                "beta_s_per_byte": self.intra_node.beta_s_per_byte},
@@ -233,7 +234,8 @@ def load_machine(path) -> Machine:
         s_per_mac=_number(comp, "compute.s_per_mac", where), global_s=_number(comp, "compute.global_s", where, False),
         microbatch_s=_number(comp, "compute.microbatch_s", where, False),
         recompute_factor=_number(comp, "compute.recompute_factor", where), alpha_s=links[0].alpha_s,
-        beta_s_per_byte=links[0].beta_s_per_byte, measured_on=str(data.get("name", p.stem)))
+        beta_s_per_byte=links[0].beta_s_per_byte, measured_on=str(data.get("name", p.stem)),
+        s_per_point=_number(comp, "compute.s_per_point", where, False) if "s_per_point" in comp else 0.0)
     activations = MemoryCoefficients(_number(act, "activations.plain", where),
                                      _number(act, "activations.recompute", where), str(data.get("name", p.stem)))
     return Machine(name=str(data.get("name", p.stem)), measured=data["measured"], source=str(data.get("source", "")),

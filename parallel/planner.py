@@ -309,6 +309,10 @@ class TimeCoefficients:
         Recompute's factor on the local compute.
     alpha_s, beta_s_per_byte : float
         One message of b bytes costs alpha + beta b (Hockney's model).
+    s_per_point : float
+        Seconds per point-channel of the work that does not scale with the weight layers (the inputs' scaling, the
+        output heads, the residuals): data parallelism divides it, tensor parallelism repeats it on every rank, the
+        last pipeline stage does it. 0 in a description that does not give it.
     """
 
     s_per_mac: float
@@ -318,6 +322,7 @@ class TimeCoefficients:
     alpha_s: float
     beta_s_per_byte: float
     measured_on: str = ""
+    s_per_point: float = 0.0
 
 
 def _macs(module) -> int:
@@ -356,7 +361,7 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     """Seconds a training step takes under ``plan`` (the slowest rank).
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
-    factor; a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
+    factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
     (:func:`bubble_fraction`), each with its two point-to-point messages and the cost of a micro-batch; tensor
     parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the activation); data
     parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
@@ -377,6 +382,8 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
         compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
         if plan.recompute:
             compute *= coeffs.recompute_factor
+        if k == len(stages) - 1:
+            compute += coeffs.s_per_point * a_rank / m
         comm = 0.0
         if plan.tp > 1:
             for width in _tp_widths(stage):
@@ -408,11 +415,14 @@ def _median_step_s(problem, steps: int, recompute: bool = False, world: int = 1)
 
 
 def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int = 15) -> TimeCoefficients:
-    """Measure the time model's rates on this process from four medians of ``steps`` steps: the configuration as
-    it is (t1), rank 0's half of it under dp = 2 without the collectives (t2: the local compute halves, the rest
-    does not), with ``training.accumulate`` = 4 (three further micro-batches) and with recompute. The collectives'
-    ``alpha_s`` and ``beta_s_per_byte`` come from the machine (``benchmarks/planner_time.py`` measures them for 2
-    ranks)."""
+    """Measure the time model's rates on this process from five medians of ``steps`` steps: the configuration as
+    it is (t1), rank 0's half of it under dp = 2 without the collectives (t2: the local work L = 2 (t1 - t2) halves,
+    the rest does not), the network at half its width (t3: the weight layers' work shrinks by their multiply-adds'
+    ratio r, the per-point work does not: it is L - (t1 - t3) / (1 - r)), with ``training.accumulate`` = 4 (three
+    further micro-batches) and with recompute. A network without a ``network.width`` entry of at least 4 gets
+    ``s_per_point = 0`` (all local work counted as the weight layers'). The collectives' ``alpha_s`` and
+    ``beta_s_per_byte`` come from the machine (:func:`elecsolver.parallel.calibration.measure_machine` measures
+    them)."""
     from elecsolver.config import merge
     from elecsolver.training.trainer import build_model
 
@@ -422,10 +432,19 @@ def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int =
     t_rc = _median_step_s(problem, steps, recompute=True)
     local = max(2 * (t1 - t2), 1e-9)
     model = build_model(problem, torch.device("cpu"))
-    return TimeCoefficients(s_per_mac=local / (_macs(model) * point_channels(problem, model)),
-                            global_s=max(0.0, t1 - local), microbatch_s=max(0.0, (t_acc - t1) / 3),
-                            recompute_factor=max(1.0, 1 + (t_rc - t1) / local), alpha_s=alpha_s,
-                            beta_s_per_byte=beta_s_per_byte, measured_on=f"{problem.name}, one process")
+    macs, a = _macs(model), point_channels(problem, model)
+    weights = local
+    width = problem.config.get("network", {}).get("width")
+    if isinstance(width, int) and not isinstance(width, bool) and width >= 4:
+        half = type(problem)(merge(problem.config, {"network": {"width": width // 2}}))
+        ratio = _macs(build_model(half, torch.device("cpu"))) / macs
+        t3 = _median_step_s(half, steps)
+        weights = min(local, max(0.0, (t1 - t3) / (1 - ratio)))
+    return TimeCoefficients(s_per_mac=max(weights, 1e-12) / (macs * a), global_s=max(0.0, t1 - local),
+                            microbatch_s=max(0.0, (t_acc - t1) / 3),
+                            recompute_factor=max(1.0, 1 + (t_rc - t1) / max(weights, 1e-12)), alpha_s=alpha_s,
+                            beta_s_per_byte=beta_s_per_byte, measured_on=f"{problem.name}, one process",
+                            s_per_point=(local - weights) / a)
 
 
 def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib: float | None = None,

@@ -219,7 +219,7 @@ def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch
 
     alpha, beta = 2e-4, 1e-9
     coll = [{"bytes": b, "s": alpha + beta * b} for b in (1024, 16384, 262144, 4194304)]
-    rates = [{"s_per_mac": s, "global_s": 0.003, "microbatch_s": 0.006, "recompute_factor": 1.5}
+    rates = [{"s_per_mac": s, "s_per_point": 1e-7, "global_s": 0.003, "microbatch_s": 0.006, "recompute_factor": 1.5}
              for s in (1e-10, 3e-10, 2e-10)]
     monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [coll + [r] for r in rates])
     from elecsolver.parallel import planner

@@ -3,6 +3,8 @@ checked as the run itself would check it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import run_main
 from elecsolver.parallel import ParallelOptions
@@ -196,6 +198,12 @@ def test_step_time_bookkeeping():
     assert len(widths) == 4  # two sharded pairs: two row outputs, two column inputs
     expect = 0.01 + 1e-9 * _macs(tp[0]) * a + sum(1e-4 + 1e-9 * w * a * 4 for w in widths)
     assert predict_step_s(Plan(1, 2), tp, a, co) == pytest.approx(expect, rel=1e-12)
+    # the per-point work: divided by dp, repeated by every tp rank, done by the last pipeline stage
+    pt = dataclasses.replace(co, s_per_point=1e-6)
+    assert predict_step_s(Plan(1, 2), tp, a, pt) == pytest.approx(expect + 1e-6 * a, rel=1e-12)
+    assert predict_step_s(Plan(2), one, a, pt) == pytest.approx(dp2 + 1e-6 * a / 2, rel=1e-12)
+    slots[1] += 1e-6 * a / 4
+    assert predict_step_s(Plan(1, 1, 2, 4), two, a, pt) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
 
 
 def test_time_calibration_recovers_the_rates(monkeypatch):
@@ -207,14 +215,15 @@ def test_time_calibration_recovers_the_rates(monkeypatch):
 
     p = _problem()
     model = build_model(p, torch.device("cpu"))
-    work = planner._macs(model) * planner.point_channels(p, model)
-    s_mac, g, mb, r = 3e-10, 0.004, 0.006, 1.4
+    a = planner.point_channels(p, model)
+    s_mac, s_pt, g, mb, r = 3e-10, 2e-7, 0.004, 0.006, 1.4
 
-    def fake(problem, steps, recompute=False, world=1):
-        local = s_mac * work / world * (r if recompute else 1)
+    def fake(problem, steps, recompute=False, world=1):  # the half-width network has its own multiply-adds
+        macs = planner._macs(build_model(problem, torch.device("cpu")))
+        local = s_mac * macs * a / world * (r if recompute else 1) + s_pt * a / world
         return g + local + (problem.training.accumulate - 1) * mb
 
     monkeypatch.setattr(planner, "_median_step_s", fake)
     co = planner.calibrate_time(p, 1e-4, 1e-9)
-    assert (co.s_per_mac, co.global_s, co.microbatch_s, co.recompute_factor) == pytest.approx((s_mac, g, mb, r),
-                                                                                             rel=1e-9)
+    assert (co.s_per_mac, co.s_per_point, co.global_s, co.microbatch_s, co.recompute_factor) == pytest.approx(
+        (s_mac, s_pt, g, mb, r), rel=1e-9)
