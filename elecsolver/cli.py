@@ -10,6 +10,7 @@ anything is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -180,7 +181,11 @@ def _configure(cls, args):
             training["dtype"] = args.dtype
         if getattr(args, "accumulate", None) is not None:
             training["accumulate"] = args.accumulate
-        config = apply_overrides(config, args.overrides)
+        ours = [o for o in args.overrides if o.partition("=")[0].strip().startswith("parallel.")]
+        config = apply_overrides(config, [o for o in args.overrides if o not in ours])
+        if ours:  # --set parallel.KEY=VALUE: the [parallel] section's keys, over the preset's and the file's
+            merged = apply_overrides({"parallel": {**parallel_defaults(), **args.parallel_file}}, ours)["parallel"]
+            args.parallel_file = {k: v for k, v in merged.items() if v != parallel_defaults()[k]}
         if getattr(args, "compile", False) or getattr(args, "cuda_graphs", False):
             config["training"]["compile"] = True
         if getattr(args, "cuda_graphs", False):
@@ -324,6 +329,26 @@ def auto_parallel(problem, world: int, parallel=None, machine=None, quiet: bool 
     return {**{k: v for k, v in given.items() if k not in Plan.__dataclass_fields__}, **choice.plan.options()}
 
 
+def _checkpoint_parallel(path: Path, parallel, quiet: bool):
+    """``--resume --parallel auto``: the plan the checkpoint was written under (the planner is not asked again: a
+    resume must keep dp, tp, pp, micro-batches, ZeRO and precision); ``parallel`` as it is when the checkpoint has no
+    record of its options."""
+    from .parallel.planner import Plan
+    from .training.trainer import read_checkpoint
+
+    recorded = read_checkpoint(path).get("parallel")
+    if not recorded:
+        return parallel
+    given = {k: v for k, v in (parallel if isinstance(parallel, dict) else {}).items() if k != "auto"}
+    plan = {k: recorded[k] for k in Plan.__dataclass_fields__ if k in recorded}
+    if plan.get("pp", 1) == 1:
+        plan["microbatches"] = None
+    if not quiet and _launch_rank() == 0:
+        flags = Plan(**{**plan, "microbatches": plan.get("microbatches") or 1}).flags()
+        print(f"elecsolver: --parallel auto with --resume: the checkpoint's plan, {flags}", file=sys.stderr)
+    return {**{k: v for k, v in given.items() if k not in Plan.__dataclass_fields__}, **plan}
+
+
 def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", preset: str | None = None,
           resume: bool = False, stop_after: int | None = None, quiet: bool = False, parallel=None,
           machine=None) -> dict | None:
@@ -387,6 +412,9 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     if stop_after is not None and stop_after > total:
         raise ConfigError(f"--stop-after {stop_after} lies beyond the run's last step ({total}: training.steps plus "
                           "the finish's): it would never stop there; give a step up to that, or more --steps")
+    if (parallel == "auto" or (isinstance(parallel, dict) and parallel.get("auto"))) and resume and \
+            (out / "checkpoint.pt").exists():
+        parallel = _checkpoint_parallel(out / "checkpoint.pt", parallel, quiet)
     if parallel == "auto" or (isinstance(parallel, dict) and parallel.get("auto")):
         parallel = auto_parallel(problem, launched_world_size(), parallel, machine, quiet)
     elif machine is not None:
@@ -599,7 +627,10 @@ def _guarded(fn) -> int:
     from .training.trainer import ResumeError
 
     try:
-        _report(fn())
+        result = fn()
+        if isinstance(result, int) and not isinstance(result, bool):  # an exit code (elecsolver plan: none can run)
+            return result
+        _report(result)
         return 0
     except (UsageError, ConfigError) as exc:  # the same on every rank: said once
         if _launch_rank() == 0:
@@ -652,7 +683,23 @@ def _mib_of(text: str) -> float:
         raise UsageError(str(exc)) from None
 
 
-def _plan(args) -> None:
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Send file descriptor 2 to /dev/null for the block: the lines C++ libraries print there (the profiler's
+    start-up) that say nothing to a user."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _plan(args) -> int | None:
     """``elecsolver plan``: the feasible plans as the flags that run them, then (``--rejected``) the others with their
     reasons, and a count of each kind of reason. With ``--memory-per-rank`` each plan gets its predicted memory; with
     ``--machine`` (or ``--calibrate``) also its predicted step time, and the plans are ranked, fastest first."""
@@ -683,16 +730,21 @@ def _plan(args) -> None:
     coeffs = None
     if limit is not None and machine is None:  # measured at up to 4000 points a step: activations are linear in them
         total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
-        coeffs = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
+        with _quiet_native_stderr():  # the profiler's start-up lines, written below Python
+            coeffs = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
     checks = feasibility(problem, args.world_size, memory_mib=limit, coefficients=coeffs, machine=machine)
     ok = ranked(checks) if machine is not None else [c for c in checks if c.ok]
     on = ""
     if machine is not None:
-        on = f" on {machine.name}{'' if machine.measured else ' (not measured: published figures)'}"
-        if args.world_size > machine.world:
-            on += f"; {args.world_size} ranks exceed its {machine.world}: the extra nodes are assumed alike"
+        on = f" on {machine.name}{'' if machine.measured else ' (not measured)'}"
     order = "ranked by predicted step time" if machine is not None else "not ranked: give --machine to rank them"
     print(f"# {problem.name}, {args.world_size} rank(s){on}: {len(ok)} of {len(checks)} plans can run ({order})")
+    if machine is not None and args.world_size > machine.world:
+        print(f"# note: {args.world_size} ranks are more than the description's {machine.world}; planned as "
+              f"{-(-args.world_size // machine.ranks_per_node)} nodes of {machine.ranks_per_node} alike")
+    if machine is not None and limit is not None:
+        print(f"# note: --memory-per-rank {args.memory_per_rank} replaces the description's "
+              f"{machine.memory_per_rank_mib:.4g} MiB")
     for c in ok:
         notes = [f"{c.step_s * 1e3:.3g} ms"] if c.step_s is not None else []
         notes += [f"{c.memory_mib:.4g} MiB"] if c.memory_mib is not None else []
@@ -704,6 +756,10 @@ def _plan(args) -> None:
         for c in checks:
             if not c.ok:
                 print(f"{c.plan.flags()}  # {c.reason[0]}: {c.reason[1]}")
+    if not ok:
+        print("elecsolver: no plan can run on these ranks (the reasons above; --rejected lists each)", file=sys.stderr)
+        return 1
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,9 +11,10 @@ Ranks are placed on nodes in order, ``ranks_per_node`` to a node, and laid out a
 (:mod:`elecsolver.parallel.mesh`: tensor parallel innermost, then data parallel, then pipeline stages), so a
 tensor-parallel group of at most ``ranks_per_node`` ranks stays inside a node.
 
-``elecsolver plan --calibrate`` measures this machine and writes its description; the package ships two that are
-not measured (``measured = false``), built from published figures, in ``elecsolver/parallel/machines``:
-:func:`shipped` lists them.
+``elecsolver plan --calibrate`` measures this machine and writes its description. The package ships three, in
+``elecsolver/parallel/machines`` (:func:`shipped` lists them): ``cpu-2core``, measured on the package's 2-core
+reference host, and two that are not measured (``measured = false``), built from published figures:
+``h100-8x-nvlink`` and ``h100-64x-infiniband``.
 
 File format::
 
@@ -171,8 +172,30 @@ class Machine:
         return "# elecsolver machine description (docs/parallel.md, \"Machine descriptions\")\n\n" + tomli_w.dumps(data)
 
 
+_KEYS = {"": {"name", "measured", "source", "ranks_per_node", "nodes", "memory_per_rank", "compute", "activations",
+               "intra_node", "inter_node"},
+         "compute": {"s_per_mac", "s_per_point", "global_s", "microbatch_s", "recompute_factor"},
+         "activations": {"plain", "recompute"}, "intra_node": {"alpha_s", "beta_s_per_byte"},
+         "inter_node": {"alpha_s", "beta_s_per_byte"}}
+
+
+def _check_keys(data: dict, where: str) -> None:
+    """Refuse a key the format does not have (a typo would otherwise be read as a missing entry)."""
+    for section, known in _KEYS.items():
+        node = data if not section else data.get(section)
+        if not isinstance(node, dict):
+            continue
+        unknown = sorted(set(node) - known)
+        if unknown:
+            place = f"[{section}]" if section else "the top level"
+            raise MachineError(f"{where}: unknown key(s) {unknown} in {place}; it has {sorted(known)}")
+
+
 def _number(data: dict, key: str, where: str, positive: bool = True) -> float:
-    v = data.get(key.rsplit(".", 1)[-1])
+    name = key.rsplit(".", 1)[-1]
+    if name not in data:
+        raise MachineError(f"{where}: needs {key} (a {'positive' if positive else 'non-negative'} number)")
+    v = data[name]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or \
             (positive and v == 0):
         raise MachineError(f"{where}: {key} must be a {'positive' if positive else 'non-negative'} number, "
@@ -213,10 +236,15 @@ def load_machine(path) -> Machine:
     except ConfigError as exc:
         raise MachineError(str(exc).replace("--config", "--machine", 1)) from None
     where = str(p)
+    _check_keys(data, where)
     for key in ("ranks_per_node", "nodes"):
+        if key not in data:
+            raise MachineError(f"{where}: needs {key} (a positive integer)")
         v = data.get(key)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise MachineError(f"{where}: {key} must be a positive integer, got {v!r}")
+    if "memory_per_rank" not in data:
+        raise MachineError(f"{where}: needs memory_per_rank (a size such as \"80GB\" or \"12GiB\")")
     try:
         memory = parse_size_mib(data.get("memory_per_rank"), "memory_per_rank")
     except ValueError as exc:

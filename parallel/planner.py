@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -196,6 +197,7 @@ def warm_trainer(problem, recompute: bool = False, context=None):
     from .strategy import apply_parallelism
 
     model, ctx = apply_parallelism(problem, None, torch.device("cpu"), {"recompute": recompute})
+    ctx.solo = True  # one process on purpose, also inside a launched calibration (parallel.calibration)
     trainer = Trainer(problem, model, context if context is not None else ctx, progress=False)
     trainer.batches()
     trainer.train_step()
@@ -410,7 +412,7 @@ def _median_step_s(problem, steps: int, recompute: bool = False, world: int = 1)
 
     from elecsolver.training.context import RunContext
 
-    trainer = warm_trainer(problem, recompute, RunContext(rank=0, world=world))
+    trainer = warm_trainer(problem, recompute, RunContext(rank=0, world=world, solo=True))
     return statistics.median(time_steps(trainer, steps))
 
 
@@ -482,6 +484,10 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
     """
     from elecsolver.training.trainer import build_model
 
+    if isinstance(machine, (str, os.PathLike)):
+        from .machine import load_machine
+
+        machine = load_machine(machine)
     if machine is not None:
         memory_mib = machine.memory_per_rank_mib if memory_mib is None else memory_mib
         coefficients = coefficients or machine.activations
@@ -548,7 +554,8 @@ def constrained_plans(world: int, constraints: dict | None = None) -> list[Plan]
     constraints = {k: v for k, v in (constraints or {}).items() if v is not None}
     unknown = sorted(set(constraints) - set(Plan.__dataclass_fields__))
     if unknown:
-        raise PlanError(f"--parallel auto plans only {sorted(Plan.__dataclass_fields__)}; not {unknown}")
+        raise PlanError(f"parallel='auto' (--parallel auto) plans only {sorted(Plan.__dataclass_fields__)}; "
+                        f"not {unknown}")
     out: dict[Plan, None] = {}
     for plan in candidate_plans(world):
         if any(k in constraints and getattr(plan, k) != constraints[k] for k in _MESH):
@@ -579,8 +586,12 @@ def best_plan(problem, world: int, machine, constraints: dict | None = None, mar
     plans = constrained_plans(world, constraints)
     if not plans:
         mesh = {k: constraints[k] for k in _MESH if (constraints or {}).get(k) is not None}
-        raise PlanError(f"--parallel auto: {', '.join(f'{k} = {v}' for k, v in mesh.items())} does not fit {world} "
-                        f"rank(s): dp x tp x pp must equal the ranks; drop or change it")
+        raise PlanError(f"parallel='auto' (--parallel auto): {', '.join(f'{k} = {v}' for k, v in mesh.items())} does "
+                        f"not fit {world} rank(s): dp x tp x pp must equal the ranks; drop or change it")
+    if isinstance(machine, (str, os.PathLike)):
+        from .machine import load_machine
+
+        machine = load_machine(machine)
     checks = feasibility(problem, world, plans, machine=machine, margin=margin)
     good = ranked(checks)
     if good:
@@ -589,7 +600,14 @@ def best_plan(problem, world: int, machine, constraints: dict | None = None, mar
 
     kinds = Counter(c.reason[0] for c in checks)
     given = ", ".join(f"{k} = {v}" for k, v in (constraints or {}).items() if v is not None) or "no constraints"
-    first = checks[0].reason[1] if checks else "no plan"
-    raise PlanError(f"--parallel auto: no plan for {world} rank(s) keeps to {given} ("
-                    + ", ".join(f"{n} rejected for {k}" for k, n in sorted(kinds.items()))
-                    + f"; e.g. {first}); drop or change a constraint")
+    first = {}
+    for c in checks:
+        first.setdefault(c.reason[0], c.reason[1])
+    counts = ", ".join(f"{n} rejected for {k}" for k, n in sorted(kinds.items()))
+    if set(kinds) == {"memory"}:
+        raise PlanError(f"parallel='auto' (--parallel auto): every plan for {world} rank(s) is predicted over the "
+                        f"memory a rank has ({counts}; e.g. {first['memory']}); use more ranks, fewer points a step "
+                        "or a machine with more memory")
+    kind = max(kinds, key=kinds.get)
+    raise PlanError(f"parallel='auto' (--parallel auto): no plan for {world} rank(s) keeps to {given} ({counts}; "
+                    f"e.g. {first[kind]}); drop or change a constraint")

@@ -125,8 +125,12 @@ def test_machine_round_trip(tmp_path):
     (("ranks_per_node = 8", "ranks_per_node = 0"), "ranks_per_node must be a positive integer, got 0"),
     (("memory_per_rank = \"80GB\"", "memory_per_rank = \"lots\""), "memory_per_rank must be a positive size"),
     (("s_per_mac = 3.3e-13", "s_per_mac = -1.0"), "compute.s_per_mac must be a positive number, got -1.0"),
-    (("[inter_node]", "[between_nodes]"), "needs a [inter_node] section"),
+    (("[inter_node]", "[between_nodes]"), "unknown key(s) ['between_nodes'] in the top level"),
     (("measured = false", "measured = \"no\""), "measured must be true"),
+    (("plain = 8.43", "plian = 8.43"), "unknown key(s) ['plian'] in [activations]"),
+    (("nodes = 8", "nodes = 8\nbogus_key = 1"), "unknown key(s) ['bogus_key'] in the top level"),
+    (("memory_per_rank = \"80GB\"", ""), "needs memory_per_rank"),
+    (("global_s = 5.0e-3", ""), "needs compute.global_s"),
 ])
 def test_bad_machine_descriptions_are_one_clear_error(tmp_path, edit, words):
     from elecsolver.parallel.machine import MACHINES_DIR
@@ -140,6 +144,9 @@ def test_bad_machine_descriptions_are_one_clear_error(tmp_path, edit, words):
     assert str(path) in str(err.value) and words in str(err.value)
     with pytest.raises(MachineError, match="no such file; give a machine description"):
         load_machine(tmp_path / "absent.toml")
+    path.write_text(text.split("# one 400 Gb/s NDR")[0])  # 8 nodes and no [inter_node]
+    with pytest.raises(MachineError, match=r"needs a \[inter_node\] section"):
+        load_machine(path)
 
 
 def test_sizes():
@@ -207,7 +214,7 @@ def test_plan_command_ranks_on_a_machine():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("# maxwell-point-source-2d, 8 rank(s) on 8x H100 SXM 80GB") and \
-        "(not measured: published figures)" in lines[0] and "ranked by predicted step time" in lines[0]
+        "(not measured)" in lines[0] and "ranked by predicted step time" in lines[0]
     times = [float(line.split("# ")[1].split(" ms")[0]) for line in lines[1:] if line.startswith("--")]
     assert times == sorted(times) and len(times) > 10
 
@@ -269,3 +276,48 @@ def test_resume_refuses_other_parallel_options():
         check_parallel({"parallel": opts, "layout": {"dp": 2, "tp": 1, "pp": 1}}, ctx)
     check_parallel({"parallel": {**opts, "zero": True}, "layout": {"dp": 2, "tp": 1, "pp": 1}}, ctx)  # recompute may
     check_parallel({"layout": None}, RunContext())  # a checkpoint without options: the layout alone
+
+
+def test_calibrate_writes_a_description_the_planner_reads(tmp_path):
+    """elecsolver plan --calibrate for real: two processes on this host measure at once, the description is written
+    (measured, one node of 2 ranks, positive rates and a latency) and the plans are ranked with it."""
+    from conftest import run_main
+
+    path = tmp_path / "here.toml"
+    r = run_main("plan", "maxwell-point-source-2d", "--preset", "smoke", "--world-size", "2", "--calibrate",
+                 "--machine", str(path))
+    assert r.returncode == 0, r.stderr
+    m = load_machine(path)
+    assert m.measured and (m.ranks_per_node, m.nodes) == (2, 1)
+    assert m.intra_node.alpha_s > 0 and m.intra_node.beta_s_per_byte > 0 and m.compute.s_per_mac > 0
+    assert m.compute.recompute_factor >= 1 and m.activations.plain > 0 and m.compute.s_per_point >= 0
+    assert f"# wrote {path}" in r.stdout and "ranked by predicted step time" in r.stdout
+
+
+def test_set_reaches_the_parallel_section():
+    from elecsolver.cli import _configure, _parallel_options, _parser
+
+    args = _parser().parse_args(["run", "x", "--preset", "smoke", "--set", "parallel.recompute=true", "--set",
+                                 "parallel.loss_scale.init_scale=1024", "--set", "training.steps=3"])
+    problem = _configure(MPS, args)
+    opts = _parallel_options(args)
+    assert opts.recompute is True and opts.loss_scale["init_scale"] == 1024.0 and problem.training.steps == 3
+    from elecsolver.locate import UsageError
+
+    with pytest.raises(UsageError, match="parallel.recompute: expected a boolean"):
+        _configure(MPS, _parser().parse_args(["run", "x", "--set", "parallel.recompute=3"]))
+
+
+def test_resume_with_auto_keeps_the_checkpoints_plan(tmp_path, capsys):
+    """--resume --parallel auto does not plan again: the checkpoint's dp, tp, pp, micro-batches, ZeRO and precision
+    are kept, the other options given pass through."""
+    from elecsolver.cli import _checkpoint_parallel
+
+    state = {"package_version": "x", "config": {}, "model": {}, "step": 3,
+             "parallel": {"dp": 1, "tp": 2, "pp": 1, "microbatches": 1, "schedule": "1f1b", "zero": False,
+                          "recompute": True, "precision": "fp32", "timeout_s": 1800.0}}
+    torch.save(state, tmp_path / "checkpoint.pt")
+    opts = _checkpoint_parallel(tmp_path / "checkpoint.pt", {"auto": True, "timeout_s": 60.0}, quiet=False)
+    assert opts == {"dp": 1, "tp": 2, "pp": 1, "microbatches": None, "schedule": "1f1b", "zero": False,
+                    "recompute": True, "precision": "fp32", "timeout_s": 60.0}
+    assert "the checkpoint's plan, --dp 1 --tp 2 --pp 1 --recompute" in capsys.readouterr().err

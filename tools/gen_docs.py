@@ -407,7 +407,25 @@ def planner_tables() -> dict[str, str]:
     search = ["| ranks | plans | first search of a process (s) | median of the next (s) |", "|---|---|---|---|"]
     search += [f"| {r['world']} | {r['plans']} | {r['cold_s']:.2f} | {r['warm_median_s']:.2f} |"
                for r in data["search"]]
-    return {"planner-choices": "\n".join(lines) + "\n", "planner-search": "\n".join(search) + "\n"}
+    out = {"planner-choices": "\n".join(lines) + "\n", "planner-search": "\n".join(search) + "\n"}
+    timed = ROOT / "benchmarks" / "planner_time.json"
+    if timed.is_file():
+        t = json.loads(timed.read_text())
+        rows = ["| plan | predicted (ms) | measured, median (ms) | runs (ms) | predicted / measured |", "|---|---|---|---|---|"]
+        rows += [f"| `{r['plan']}` | {r['predicted_s'] * 1e3:.1f} | {r['measured_s'] * 1e3:.1f} | "
+                 f"{', '.join(f'{x * 1e3:.1f}' for x in r['measured_runs_s'])} | {r['ratio']:.2f} |" for r in t["plans"]]
+        text = "\n".join(rows) + "\n"
+        if "spearman" in t:
+            c = t["collectives"]
+            text += (f"\nMeasured alpha {c['alpha_s'] * 1e6:.0f} us and beta {c['beta_s_per_byte'] * 1e9:.2f} ns/B "
+                     f"(gloo, 2 ranks), median of {t['repeats']} launches of {t['steps']} steps. Rank correlation "
+                     f"(Spearman) {t['spearman']:.2f}, median absolute error {t['median_abs_error']:.0%}, worst "
+                     f"{t['worst_relative_error']:.0%}; with the rates measured by one process alone: "
+                     f"{t['spearman_one_process']:.2f} and {t['median_abs_error_one_process']:.0%}. The fastest "
+                     f"predicted plan, `{t['fastest_predicted']}`, measures {t['choice_over_best']:.2f}x the fastest "
+                     f"measured, `{t['fastest_measured']}`.\n")
+        out["planner-time"] = text
+    return out
 
 
 def _between(text: str, name: str, body: str) -> str:

@@ -642,6 +642,10 @@ class Trainer:
             configuration (the differing keys are named).
         """
         path = Path(path) if path is not None else self.checkpoint_path
+        if path is not None and not path.exists() and (path.parent / "checkpoint.pt").exists():
+            # this shard's file is missing but the run's first is there: most likely a layout other than the one it
+            # was written with, which that file names
+            check_parallel(read_checkpoint(path.parent / "checkpoint.pt"), self.ctx)
         if path is None or not path.exists():
             raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
         # on the host: the random-number states must stay CPU tensors; parameters and optimizer state are copied to
@@ -652,8 +656,11 @@ class Trainer:
                               f"this is {__version__}; start a fresh run")
         if state["config"] != self.problem.config or state["problem"] != self.problem.name:
             diff = _diff_keys(state["config"], self.problem.config)
-            raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}; "
-                              "use the same preset, --steps, --seed, --dtype and --set values")
+            more = parallel_differences(state, self.ctx)
+            raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}"
+                              + (f", and the parallel options too ({', '.join(more)})" if more else "")
+                              + "; use the same preset, --steps, --seed, --dtype, --set values and parallel options "
+                              "(the run's OUT/config.toml holds them all)")
         check_parallel(state, self.ctx)
         self.model.load_state_dict(state["model"])
         if state.get("finish") and not self.in_finish:
@@ -734,6 +741,15 @@ def cxx_compiler() -> str | None:
 RESUME_PARALLEL_KEYS = ("dp", "tp", "pp", "microbatches", "zero", "precision")
 
 
+def parallel_differences(state: dict, ctx: RunContext) -> list[str]:
+    """Each of :data:`RESUME_PARALLEL_KEYS` on which the checkpoint ``state`` and the run's context differ, as
+    ``"zero False -> True"`` (none when either lacks the options)."""
+    mine, theirs = ctx.extra.get("parallel"), state.get("parallel")
+    if mine is None or theirs is None:
+        return []
+    return [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in RESUME_PARALLEL_KEYS if theirs.get(k) != mine.get(k)]
+
+
 def check_parallel(state: dict, ctx: RunContext) -> None:
     """Refuse to resume a checkpoint written under other parallel options (:data:`RESUME_PARALLEL_KEYS`); those of
     the run are in ``ctx.extra["parallel"]`` (``elecsolver.parallel.apply_parallelism``), the checkpoint's under
@@ -744,12 +760,10 @@ def check_parallel(state: dict, ctx: RunContext) -> None:
     ResumeError
         Naming each option that differs, with both values.
     """
-    mine, theirs = ctx.extra.get("parallel"), state.get("parallel")
-    if mine is not None and theirs is not None:
-        diff = [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in RESUME_PARALLEL_KEYS if theirs.get(k) != mine.get(k)]
-        if diff:
-            raise ResumeError(f"--resume: the checkpoint was written under other parallel options ({', '.join(diff)});"
-                              " resume with the same [parallel] section or flags (its OUT/config.toml has them)")
+    diff = parallel_differences(state, ctx)
+    if diff:
+        raise ResumeError(f"--resume: the checkpoint was written under other parallel options ({', '.join(diff)}); "
+                          "resume with the same [parallel] section or flags (its OUT/config.toml has them)")
     shards = [(lay or {}).get("tp", 1) * 100 + (lay or {}).get("pp", 1) for lay in (state.get("layout"),
                                                                                    ctx.extra.get("layout"))]
     if shards[0] != shards[1]:  # a checkpoint holds one shard of a model split differently
