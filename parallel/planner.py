@@ -174,19 +174,26 @@ def _input_units(stage) -> int:
     return int(w.shape[-1] * (w.shape[0] if w.dim() == 3 else 1))
 
 
-def point_channels(problem, model) -> int:
-    """A: the points of one step summed over the loss terms, each times its jet channels (value, first and second
-    derivatives the term's residual reads), over all ranks."""
+def term_sizes(problem) -> dict[str, tuple[int, int]]:
+    """Each loss term's (points of one step over all ranks, jet channels: value, first and second derivatives its
+    residual reads). The channels follow from the term's derivatives alone: they are read off the seed jet, without
+    running the network."""
     from elecsolver.operators import evaluate
 
-    total = 0
+    out = {}
     for c in problem.constraints():
         pts = problem.sample(c.name, seed=problem.training.seed).points
-        x = torch.as_tensor(pts[:2], dtype=torch.float32)
-        f = evaluate(model, x, problem.inputs, problem.outputs, wrt=c.wrt or None, second=c.second or None,
-                     laplacian=c.laplacian)
-        total += len(pts) * int(f.jet.channels.shape[0])
-    return total
+        x = torch.as_tensor(pts[:2], dtype=torch.float64)
+        f = evaluate(torch.nn.Identity(), x, problem.inputs, problem.inputs, wrt=c.wrt or None,
+                     second=c.second or None, laplacian=c.laplacian)
+        out[c.name] = (len(pts), int(f.jet.channels.shape[0]))
+    return out
+
+
+def point_channels(problem) -> int:
+    """A: the points of one step summed over the loss terms, each times its jet channels, over all ranks
+    (:func:`term_sizes`)."""
+    return sum(n * k for n, k in term_sizes(problem).values())
 
 
 def warm_trainer(problem, recompute: bool = False, context=None):
@@ -256,7 +263,7 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         model = trainer.model
         peak = measure(trainer.train_step) * 2**20
         grads = sum(p.numel() * p.element_size() for p in model.parameters())
-        out[recompute] = max(0.0, peak - grads) / (point_channels(problem, model) * _width_units(model))
+        out[recompute] = max(0.0, peak - grads) / (point_channels(problem) * _width_units(model))
     return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process")
 
 
@@ -434,7 +441,7 @@ def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int =
     t_rc = _median_step_s(problem, steps, recompute=True)
     local = max(2 * (t1 - t2), 1e-9)
     model = build_model(problem, torch.device("cpu"))
-    macs, a = _macs(model), point_channels(problem, model)
+    macs, a = _macs(model), point_channels(problem)
     weights = local
     width = problem.config.get("network", {}).get("width")
     if isinstance(width, int) and not isinstance(width, bool) and width >= 4:
@@ -494,10 +501,9 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
         time_coefficients = time_coefficients or machine.compute
     plans = candidate_plans(world) if plans is None else plans
     model = build_model(problem, torch.device("cpu"))
-    counts = {c.name: int(len(problem.sample(c.name, seed=problem.training.seed).points) * points_scale)
-              for c in problem.constraints()}
-    a_global = point_channels(problem, model) * points_scale \
-        if coefficients is not None or time_coefficients is not None else 0
+    sizes = term_sizes(problem)
+    counts = {name: int(n * points_scale) for name, (n, _) in sizes.items()}
+    a_global = sum(n * k for n, k in sizes.values()) * points_scale
     dtype_bytes = 8 if problem.training.dtype == "float64" else 4
     splits: dict[tuple[int, int], list | str] = {}
     out = []

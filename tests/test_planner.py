@@ -215,7 +215,7 @@ def test_time_calibration_recovers_the_rates(monkeypatch):
 
     p = _problem()
     model = build_model(p, torch.device("cpu"))
-    a = planner.point_channels(p, model)
+    a = planner.point_channels(p)
     s_mac, s_pt, g, mb, r = 3e-10, 2e-7, 0.004, 0.006, 1.4
 
     def fake(problem, steps, recompute=False, world=1):  # the half-width network has its own multiply-adds
