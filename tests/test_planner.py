@@ -214,7 +214,6 @@ def test_time_calibration_recovers_the_rates(monkeypatch):
     from elecsolver.training.trainer import build_model
 
     p = _problem()
-    model = build_model(p, torch.device("cpu"))
     a = planner.point_channels(p)
     s_mac, s_pt, g, mb, r = 3e-10, 2e-7, 0.004, 0.006, 1.4
 
