@@ -411,9 +411,13 @@ def planner_tables() -> dict[str, str]:
     timed = ROOT / "benchmarks" / "planner_time.json"
     if timed.is_file():
         t = json.loads(timed.read_text())
-        rows = ["| plan | predicted (ms) | measured, median (ms) | runs (ms) | predicted / measured |", "|---|---|---|---|---|"]
+        mem = "predicted_mib" in t["plans"][0]
+        rows = ["| plan | predicted (ms) | measured, median (ms) | runs (ms) | predicted / measured |"
+                + (" memory predicted / measured (MiB) |" if mem else ""), "|---|---|---|---|---|" + ("---|" if mem else "")]
         rows += [f"| `{r['plan']}` | {r['predicted_s'] * 1e3:.1f} | {r['measured_s'] * 1e3:.1f} | "
-                 f"{', '.join(f'{x * 1e3:.1f}' for x in r['measured_runs_s'])} | {r['ratio']:.2f} |" for r in t["plans"]]
+                 f"{', '.join(f'{x * 1e3:.1f}' for x in r['measured_runs_s'])} | {r['ratio']:.2f} |"
+                 + (f" {r['predicted_mib']:.1f} / {r['measured_mib']:.1f} = {r['memory_ratio']:.2f} |" if mem else "")
+                 for r in t["plans"]]
         text = "\n".join(rows) + "\n"
         if "spearman" in t:
             c = t["collectives"]
