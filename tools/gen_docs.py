@@ -342,6 +342,22 @@ def benchmarks_page() -> str:
         lines += ["", f"Inversion from {len(inv['probes'])} probe traces at {100 * inv['noise']:g} % noise: {ok} of "
                   f"{len(runs)} unknown configurations recovered within 5 mm and 1 %, median "
                   f"{walls[len(walls) // 2]:.3g} s per inversion ({fam['date']})."]
+    long_path = ROOT / "benchmarks" / "family_long.json"
+    if long_path.is_file():
+        lf = json.loads(long_path.read_text())
+        conv = [r for r in lf["convergence"] if r["step"] >= lf["steps"] - 40000]
+        rate = (conv[-1]["wall_s"] - conv[0]["wall_s"]) / (conv[-1]["step"] - conv[0]["step"])
+        lines += ["", f"Preset `{lf['preset']}` ({lf['steps']} steps; `python benchmarks/family.py --run OUT --json "
+                  "benchmarks/family_long.json`), on the same 32 held-out configurations:", "",
+                  "| window | field | median | worst |", "|---|---|---|---|"]
+        for window, fields in lf["summary"].items():
+            for field, s in fields.items():
+                lines.append(f"| {window} | {field} | {_pct(s['median'])} | {_pct(s['worst'])} |")
+        lines += ["", f"Its last {int(conv[-1]['step'] - conv[0]['step'])} steps took {1000 * rate:.1f} ms each on "
+                  f"the 2-core host (beside nothing but one job at nice 19), i.e. {_wall(rate * lf['steps'])} for the {lf['steps']} steps; the "
+                  f"recorded {_wall(lf['train_wall_s'])} includes pauses and a host shared with test runs "
+                  f"({lf['date']}). Inversion: {lf['inversion']['within_5mm_and_1pct']} of {lf['inversion']['of']} "
+                  f"within 5 mm and 1 %, median {lf['inversion']['wall_s_median']:.2g} s."]
     step = ROOT / "benchmarks" / "family_step_time.json"
     if step.is_file():
         s = json.loads(step.read_text())
