@@ -371,7 +371,8 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
     factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
-    (:func:`bubble_fraction`), each with its two point-to-point messages and the cost of a micro-batch; tensor
+    (:func:`bubble_fraction`), each with its two point-to-point messages and the stage's share (by multiply-adds)
+    of the fixed cost of a micro-batch (its launches: the measured cost is that of the whole network); tensor
     parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the activation); data
     parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
     messages) and one of the loss terms; plus the part every rank pays.
@@ -387,6 +388,7 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     links = machine.axis_links(plan.dp, plan.tp, plan.pp) if machine is not None else \
         {"dp": here, "tp": here, "pp": here}
     slots = []
+    total_macs = sum(_macs(st) for st in stages)
     for k, stage in enumerate(stages):
         compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
         if plan.recompute:
@@ -401,7 +403,7 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
             boundary = _input_units(stages[k + 1]) if k + 1 < len(stages) else 0
             if boundary:
                 comm += links["pp"].seconds(2 * boundary * (a_rank / m) * dtype_bytes, messages=2)
-            comm += coeffs.microbatch_s
+            comm += coeffs.microbatch_s * _macs(stage) / total_macs  # the launches of the stage's share of layers
         slots.append(compute + comm)
     # a pipeline's m busy slots are 1 - bubble of its m + pp - 1
     step = m * max(slots) / (1 - bubble_fraction(plan.pp, m)) if plan.pp > 1 else slots[0]

@@ -190,7 +190,8 @@ def test_step_time_bookkeeping():
     assert dp2 == pytest.approx(0.01 + local / 2 + 1e-4 + 1e-9 * grads + 1e-4, rel=1e-12)  # + the loss terms
     assert predict_step_s(Plan(2, zero=True), one, a, co) == pytest.approx(dp2 + 1e-4, rel=1e-12)
     two = _shards(model, 1, 2)
-    slots = [1e-9 * _macs(st) * a / 4 + 0.002 for st in two]
+    total = sum(_macs(st) for st in two)  # each stage pays its share of a micro-batch's cost
+    slots = [1e-9 * _macs(st) * a / 4 + 0.002 * _macs(st) / total for st in two]
     slots[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, co) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
     tp = _shards(model, 2, 1)
