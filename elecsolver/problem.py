@@ -231,13 +231,11 @@ class Problem:
         ConfigError
             For an unknown preset.
         """
-        preset = preset or cls.default_preset
-        if preset not in cls.presets:
-            raise ConfigError(f"unknown preset {preset!r} for {cls.name}; choose one of {sorted(cls.presets)}")
-        if cls.presets[preset] is SMOKE:
+        entry = cls._preset_entry(preset)
+        if entry is SMOKE:
             base = cls.preset_config("ci" if "ci" in cls.presets else None)
             return merge(base, smoke_changes(base))
-        changes = {k: v for k, v in cls.presets[preset].items() if k != "parallel"}
+        changes = {k: v for k, v in entry.items() if k != "parallel"}
         return cls._with_loss(merge(cls._base_config(), changes))
 
     @classmethod
@@ -251,11 +249,16 @@ class Problem:
         ConfigError
             For an unknown preset.
         """
+        entry = cls._preset_entry(preset)
+        return dict(entry.get("parallel", {})) if isinstance(entry, dict) else {}
+
+    @classmethod
+    def _preset_entry(cls, preset: str | None):
+        """The preset's entry in ``presets`` (None: the default preset); ConfigError for an unknown one."""
         preset = preset or cls.default_preset
         if preset not in cls.presets:
             raise ConfigError(f"unknown preset {preset!r} for {cls.name}; choose one of {sorted(cls.presets)}")
-        entry = cls.presets[preset]
-        return dict(entry.get("parallel", {})) if isinstance(entry, dict) else {}
+        return cls.presets[preset]
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -93,7 +93,7 @@ class Link:
     beta_s_per_byte: float
 
     def seconds(self, nbytes: float, messages: int = 1) -> float:
-        """``messages`` messages carrying ``nbytes`` in all."""
+        """Seconds for ``messages`` messages carrying ``nbytes`` bytes in all (alpha each, beta a byte)."""
         return messages * self.alpha_s + self.beta_s_per_byte * nbytes
 
 
@@ -134,6 +134,7 @@ class Machine:
         return self.ranks_per_node * self.nodes
 
     def node_of(self, rank: int) -> int:
+        """The node (0-based) that global ``rank`` sits on: ranks fill nodes in order, ``ranks_per_node`` each."""
         return rank // self.ranks_per_node
 
     def link(self, ranks) -> Link:

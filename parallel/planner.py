@@ -596,11 +596,7 @@ def best_plan(problem, world: int, machine, constraints: dict | None = None, mar
         mesh = {k: constraints[k] for k in _MESH if (constraints or {}).get(k) is not None}
         raise PlanError(f"parallel='auto' (--parallel auto): {', '.join(f'{k} = {v}' for k, v in mesh.items())} does "
                         f"not fit {world} rank(s): dp x tp x pp must equal the ranks; drop or change it")
-    if isinstance(machine, (str, os.PathLike)):
-        from .machine import load_machine
-
-        machine = load_machine(machine)
-    checks = feasibility(problem, world, plans, machine=machine, margin=margin)
+    checks = feasibility(problem, world, plans, machine=machine, margin=margin)  # it reads a name or path too
     good = ranked(checks)
     if good:
         return good[0]
