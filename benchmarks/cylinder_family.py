@@ -90,6 +90,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--inversions", type=int, default=20, help="unknown configurations to invert for (default 20)")
     ap.add_argument("--noise", type=float, default=0.01, help="relative noise on the receivers' data (default 0.01)")
     ap.add_argument("--repeats", type=int, default=5, help="timing repeats (default 5)")
+    ap.add_argument("--no-single", action="store_true", help="do not time a single-configuration solve (the "
+                    "break-even)")
     ap.add_argument("--json", help="write every number here")
     args = ap.parse_args(argv)
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -145,11 +147,34 @@ def main(argv=None) -> dict:
                  "median_wall_s": statistics.median(r[who]["wall_s"] for r in inversions)}
            for who in ("family", "series")}
 
+    # break-even against one single-configuration solve per configuration (the ci preset: the same features and
+    # points, one least-squares solve, the trainer's set-up included)
+    breakeven = None
+    if not args.no_single:
+        from elecsolver.problems import get_problem_class
+
+        from elecsolver.trainer import Trainer
+
+        cls = get_problem_class(problem.name)
+        t = time.perf_counter()
+        Trainer(cls(cls.preset_config("ci")), progress=False).train()
+        single_s = time.perf_counter() - t
+        train_s = float(metrics.get("wall_s") or 0.0)
+        breakeven = {"single_solve_s": single_s, "train_s": train_s}
+        for key in ("grid_s", "receivers_s"):
+            q = query[key][0]
+            breakeven[key.replace("_s", "_queries")] = None if q >= single_s else int(train_s // (single_s - q)) + 1
+        print(json.dumps({"break_even": breakeven}), flush=True)
+
     out = {"benchmark": "cylinder_family", "date": datetime.date.today().isoformat(),
            "command": "python benchmarks/cylinder_family.py " + " ".join(argv if argv is not None else []),
            "run": str(args.run), "threads": torch.get_num_threads(),
            "training": {"steps": problem.config["training"]["steps"], "wall_s": metrics.get("wall_s"),
+                        "sampling": {k: problem.config["sampling"].get(k) for k in
+                                     ("parameters", "snapshots", "nodes", "interior", "cylinder", "pml_end")},
+                        "width": problem.config["network"]["width"],
                         "at_configuration": metrics.get("rel_l2", {})},
+           "break_even": breakeven,
            "held_out": {"seed": HELD_OUT_SEED, "summary": summary, "configs": rows},
            "query": query, "inversion": {"summary": inv, "noise": args.noise, "cases": inversions}}
     print(json.dumps({"held_out": summary, "query": query, "inversion": inv}, indent=1))

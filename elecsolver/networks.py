@@ -36,12 +36,14 @@ __all__ = [
     "JetLinear",
     "MultiscaleMLP",
     "Network",
+    "NodeInterpolation",
     "Residual",
     "ScaleReplicate",
     "SubdomainFeatures",
     "SubdomainMerge",
     "build_body",
     "build_network",
+    "chebyshev_lobatto",
     "chain_rule_jet",
     "flat_multiscale_layers",
     "grouped_matmul",
@@ -234,14 +236,16 @@ class MLP(nn.Module):
         "tanh", "sin", "silu" or "gelu".
     first_omega : float
         For "sin" with the SIREN initialisation, the frequency factor of the first layer
-        (Sitzmann et al. 2020, sec. 3.2).
+        (Sitzmann et al. 2020, sec. 3.2); with "fourier", the standard deviation of its frequencies.
     output_gain : float
         Factor on the output layer's initial weights (its bias starts at zero), so that the
         initial fields are small compared with O(1) nondimensional fields.
-    init : {"auto", "glorot", "siren"}
+    init : {"auto", "glorot", "siren", "fourier"}
         Weight initialisation: "glorot" is Glorot (Xavier) uniform weights and zero biases
-        (Glorot & Bengio, AISTATS 2010), "siren" the SIREN uniform scheme; "auto" (default)
-        picks "siren" for "sin" and "glorot" otherwise.
+        (Glorot & Bengio, AISTATS 2010), "siren" the SIREN uniform scheme, "fourier" the SIREN scheme with a
+        first layer of random Fourier features (frequencies N(0, first_omega^2) per unit of the scaled inputs,
+        phases uniform in [-pi, pi]; Rahimi & Recht, NIPS 2007), for random-feature least squares; "auto"
+        (default) picks "siren" for "sin" and "glorot" otherwise.
 
     Raises
     ------
@@ -257,8 +261,8 @@ class MLP(nn.Module):
         super().__init__()
         if width < 1 or depth < 1:
             raise ValueError(f"width and depth must be >= 1, got width={width}, depth={depth}")
-        if init not in ("auto", "glorot", "siren"):
-            raise ValueError(f"unknown init {init!r}; choose 'auto', 'glorot' or 'siren'")
+        if init not in INITS:
+            raise ValueError(f"unknown init {init!r}; choose one of {list(INITS)}")
         scheme = ("siren" if activation == "sin" else "glorot") if init == "auto" else init
         layers: list[nn.Module] = []
         dims = [in_features] + [width] * depth
@@ -277,7 +281,11 @@ class MLP(nn.Module):
     @staticmethod
     def _init(lin: nn.Linear, scheme: str, first: bool, omega: float) -> None:
         with torch.no_grad():
-            if scheme == "siren":
+            if scheme == "fourier" and first:
+                # random Fourier features (Rahimi & Recht, NIPS 2007): N(0, omega^2) frequencies, uniform phases
+                lin.weight.normal_(0.0, omega)
+                lin.bias.uniform_(-math.pi, math.pi)
+            elif scheme in ("siren", "fourier"):
                 # SIREN: first layer U(-omega/n, omega/n), later layers U(-sqrt(6/n), sqrt(6/n))
                 bound = omega / lin.in_features if first else math.sqrt(6.0 / lin.in_features)
                 lin.weight.uniform_(-bound, bound)
@@ -718,6 +726,127 @@ class HardDirichlet(nn.Module):
                 f"components={self.components}")
 
 
+def chebyshev_lobatto(n: int, lower: float, upper: float) -> list[float]:
+    """The n >= 2 Chebyshev-Lobatto points of [lower, upper], lower first: (lower + upper)/2 - (upper - lower)/2
+    cos(pi j / (n - 1)), j = 0..n-1 (Trefethen, *Approximation Theory and Approximation Practice*, 2013, ch. 2),
+    the nodes at which polynomial interpolation of a smooth function converges geometrically."""
+    if n < 2:
+        raise ValueError(f"Chebyshev-Lobatto nodes need n >= 2, got {n}")
+    return [0.5 * (lower + upper) - 0.5 * (upper - lower) * math.cos(math.pi * j / (n - 1)) for j in range(n)]
+
+
+class NodeInterpolation(nn.Module):
+    """Head: an output layer whose weights are polynomials in the parameter inputs, interpolating the output layers
+    solved at a tensor grid of nodes of the parameters.
+
+    y = sum_s l_s(p) (W_s h + b_s), with h the body's last hidden features [N, in], p the parameter columns of
+    the input and l_s the tensor-product Lagrange polynomials of the nodes (one per node, 1 at node s and 0 at the
+    others; Trefethen, *Approximation Theory and Approximation Practice*, 2013, ch. 5).  The parameters do not
+    enter the features' derivatives: on jets the polynomials scale every channel alike, which is exact as long
+    as no jet differentiates along a parameter column (refused).  Reverse mode through p (an inversion) is exact.
+
+    Parameters
+    ----------
+    nodes : sequence of sequence of float
+        The nodes of each parameter column, training units (e.g. :func:`chebyshev_lobatto`), >= 2 each, distinct.
+    columns : sequence of int
+        The input columns of the parameters, one per entry of ``nodes``.
+    in_features, out_features : int
+        Hidden features and output channels.
+
+    Attributes
+    ----------
+    weight : [S, out, in] and bias : [S, out], S = prod(len(n) for n in nodes), nodes in C order (the last
+    parameter fastest); zero until set.
+
+    Shapes: ``forward(y, x)`` with y [N, in] (or a jet [C, N, in]) and x [N, d] (or the input jet) -> [N, out].
+
+    Raises
+    ------
+    ValueError
+        For nodes and columns of different lengths, fewer than two or repeated nodes of a parameter, or a jet
+        that differentiates along a parameter column.
+    """
+
+    def __init__(self, nodes: Sequence[Sequence[float]], columns: Sequence[int], in_features: int,
+                 out_features: int):
+        super().__init__()
+        self.nodes = [[float(v) for v in n] for n in nodes]
+        self.columns = [int(c) for c in columns]
+        if len(self.nodes) != len(self.columns) or not self.nodes:
+            raise ValueError(f"one list of nodes per parameter column, got {len(self.nodes)} lists for columns "
+                             f"{self.columns}")
+        for n in self.nodes:
+            if len(n) < 2 or len(set(n)) != len(n):
+                raise ValueError(f"each parameter needs >= 2 distinct nodes, got {n}")
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        size = math.prod(len(n) for n in self.nodes)
+        self.weight = nn.Parameter(torch.zeros(size, self.out_features, self.in_features))
+        self.bias = nn.Parameter(torch.zeros(size, self.out_features))
+
+    def node_values(self) -> list[tuple[float, ...]]:
+        """The nodes, [S] tuples of one value per parameter column (training units), in the order of ``weight``."""
+        import itertools
+
+        return list(itertools.product(*self.nodes))
+
+    def basis(self, p: torch.Tensor) -> torch.Tensor:
+        """The Lagrange polynomials l_s at parameter values p [N, P] (training units), [N, S]."""
+        out = None
+        for k, nodes in enumerate(self.nodes):
+            v = p[:, k : k + 1]
+            cols = []
+            for j, xj in enumerate(nodes):
+                term = torch.ones_like(v)
+                for m, xm in enumerate(nodes):
+                    if m != j:
+                        term = term * ((v - xm) / (xj - xm))
+                cols.append(term)
+            lk = torch.cat(cols, 1)  # [N, n_k]
+            out = lk if out is None else (out[:, :, None] * lk[:, None, :]).reshape(p.shape[0], -1)
+        return out
+
+    def forward(self, y, x):
+        if isinstance(x, Jet):
+            clash = sorted(set(self.columns) & set(x.spec.wrt))
+            if clash:
+                raise ValueError(f"NodeInterpolation: the jet differentiates along parameter columns {clash}; "
+                                 "its polynomials in the parameters carry no derivatives")
+            p = x.channels[0][:, self.columns]
+        else:
+            p = x[:, self.columns]
+        h = y.channels if isinstance(y, Jet) else y[None]
+        # one output layer per distinct configuration (a run, a query and an inversion have one or a few): the
+        # weights of each are interpolated once, from the row that stands for it (its gradient is the same)
+        uniq, inverse = torch.unique(p.detach(), dim=0, return_inverse=True)
+        out = h.new_zeros(h.shape[0], h.shape[1], self.out_features)
+        if uniq.shape[0] <= 64:
+            first = torch.full((uniq.shape[0],), -1, dtype=torch.long, device=p.device)
+            first = first.scatter_reduce(0, inverse, torch.arange(p.shape[0], device=p.device), "amin",
+                                         include_self=False)
+            lu = self.basis(p[first])  # [U, S]
+            w = torch.einsum("us,soi->uoi", lu, self.weight)
+            b = lu @ self.bias  # [U, out]
+            pieces = []
+            for u in range(uniq.shape[0]):
+                idx = (inverse == u).nonzero()[:, 0]
+                val = torch.matmul(h[:, idx], w[u].t())
+                val = torch.cat([val[:1] + b[u], val[1:]], 0)
+                pieces.append((idx, val))
+            for idx, val in pieces:
+                out = out.index_copy(1, idx, val)
+        else:  # every point its own configuration: per-point weights
+            lp = self.basis(p)  # [N, S]
+            w = torch.einsum("ns,soi->noi", lp, self.weight)
+            out = torch.einsum("cni,noi->cno", h, w)
+            out = torch.cat([out[:1] + lp @ self.bias, out[1:]], 0)
+        return y.like(out) if isinstance(y, Jet) else out[0]
+
+    def extra_repr(self) -> str:
+        return (f"nodes={[len(n) for n in self.nodes]}, columns={self.columns}, in_features={self.in_features}, "
+                f"out_features={self.out_features}")
+
+
 class Network(nn.Module):
     """A network as a flat body of jet layers followed by heads (output transforms).
 
@@ -826,13 +955,17 @@ class InputFeatures(nn.Module):
         ``derivatives(x) -> (value [N, m], gradient [N, m, d], hessian [N, m, d, d])``, the jets are assembled from
         these (:func:`chain_rule_jet`; no autograd, so that ``torch.func`` transforms such as the least-squares
         solve's Jacobian pass through), else by :func:`input_function_jet`.
+    keep_inputs : bool
+        Pass the inputs on before the features (default True).  False makes the features the body's only inputs:
+        new coordinates, e.g. a map that holds a moving interface in place (``fn.keep_inputs = False`` on a
+        problem's ``input_features`` says the same).
 
-    Shapes: tensors [N, d] -> [N, d + m]; jets likewise.
+    Shapes: tensors [N, d] -> [N, d + m] ([N, m] without the inputs); jets likewise.
     """
 
-    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], keep_inputs: bool = True):
         super().__init__()
-        self.fn = fn
+        self.fn, self.keep_inputs = fn, bool(keep_inputs)
 
     def _jet(self, x: Jet) -> Jet:
         derivatives = getattr(self.fn, "derivatives", None)
@@ -845,8 +978,9 @@ class InputFeatures(nn.Module):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            return x.like(torch.cat([x.channels, self._jet(x).channels], -1))
-        return torch.cat([x, self.fn(x)], -1)
+            feats = self._jet(x)
+            return x.like(torch.cat([x.channels, feats.channels], -1)) if self.keep_inputs else feats
+        return torch.cat([x, self.fn(x)], -1) if self.keep_inputs else self.fn(x)
 
 
 class SubdomainFeatures(nn.Module):
@@ -902,7 +1036,7 @@ class SubdomainMerge(nn.Module):
         return y.like(self._merge(y.channels)) if isinstance(y, Jet) else self._merge(y)
 
 
-INITS = ("auto", "glorot", "siren")
+INITS = ("auto", "glorot", "siren", "fourier")
 
 
 def _mlp_layers(o, d_in: int, d_out: int) -> list[nn.Module]:

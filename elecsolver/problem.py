@@ -728,7 +728,31 @@ class Problem:
                          HardInitialValue(_Values(values, self.fields, self.context, self._copies()), **span))
         if self.hard_pec:
             heads += self._pec_heads(lo, hi)
+        if getattr(self.sampling, "parameters", "box") == "nodes":
+            heads.insert(0, self._node_head(body, lo, hi))
+            body = body[:-1]
         return Network(body, [*heads, *self.heads])
+
+    def _node_head(self, body: nn.Sequential, lo, hi) -> nn.Module:
+        """The output layer of ``sampling.parameters = "nodes"``: the body's last linear layer made a
+        :class:`~elecsolver.networks.NodeInterpolation` over ``sampling.nodes`` Chebyshev-Lobatto nodes of each
+        parameter's trained range (training units)."""
+        from .networks import JetLinear, NodeInterpolation, chebyshev_lobatto
+
+        if not self.parameters:
+            raise ConfigError(f"{self.name}: sampling.parameters = 'nodes' needs a family (a problem with "
+                              "elecsolver.Parameter inputs); use 'fixed' or 'box'")
+        if self.training.optimizer != "least_squares":
+            raise ConfigError(f"sampling.parameters = 'nodes' solves the output layer at each node by least squares; "
+                              f"set training.optimizer = 'least_squares' (got {self.training.optimizer!r})")
+        last = body[-1]
+        if type(last) is not JetLinear:
+            raise ConfigError("sampling.parameters = 'nodes' needs a network whose last layer is one linear layer "
+                              "(network.kind = 'mlp')")
+        k = len(self.inputs) - len(self.parameters)
+        nodes = [chebyshev_lobatto(int(self.sampling.nodes), float(lo[k + j]), float(hi[k + j]))
+                 for j in range(len(self.parameters))]
+        return NodeInterpolation(nodes, list(range(k, k + len(self.parameters))), last.in_features, last.out_features)
 
     def _input_spans(self, extra: int) -> list[float] | None:
         """The half width each network input is scaled to: ``network.parameter_scale`` for a parameter column, 1
@@ -769,6 +793,11 @@ class Problem:
             raise ConfigError(f"{self.name}: input_features must map points [N, {len(lo)}] to [N, m], got "
                               f"{list(f.shape)}")
         f_lo, f_hi = f.min(0).values.tolist(), f.max(0).values.tolist()
+        if not getattr(self.input_features, "keep_inputs", True):  # the features replace the inputs
+            # each scaled to [-s, s] over its range, s from the features' ``spans`` (default 1)
+            body = build_body(self.network, f.shape[1], len(self.outputs), f_lo, f_hi,
+                              getattr(self.input_features, "spans", None))
+            return nn.Sequential(InputFeatures(self.input_features, keep_inputs=False), *body)
         body = build_body(self.network, len(lo) + f.shape[1], len(self.outputs), [*lo.tolist(), *f_lo],
                           [*hi.tolist(), *f_hi], self._input_spans(f.shape[1]))
         return nn.Sequential(InputFeatures(self.input_features), *body)
@@ -929,10 +958,11 @@ class Problem:
     def parameter_columns(self, n: int, seed: int) -> np.ndarray:
         """The parameters' columns of ``n`` collocation points in training units, [n, P]: a scrambled Sobol draw in
         the trained box (``sampling.parameters = "box"``, seeded by ``seed``; independent of the space-time draw,
-        so that every point sees its own configuration), or the configuration at every point (``"fixed"``)."""
+        so that every point sees its own configuration), or the configuration at every point (``"fixed"``; also
+        ``"nodes"``, whose solves set the columns to each node in turn, :mod:`elecsolver.training.nodes`)."""
         if not self.parameters:
             return np.zeros((n, 0))
-        if getattr(self.sampling, "parameters", "box") == "fixed":
+        if getattr(self.sampling, "parameters", "box") in ("fixed", "nodes"):
             values = np.array([[self.configuration[p.name] for p in self.parameters]])
             return self.training_units_of_parameters(np.broadcast_to(values, (n, len(self.parameters))))
         from .sampling import derive_seed, unit_samples

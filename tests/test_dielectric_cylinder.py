@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from conftest import run_cli, run_main
 from elecsolver.problems import REGISTRY
 
@@ -172,9 +173,9 @@ def test_bad_family_boxes_are_one_line():
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("cylinder") / "run"
-    proc = run_main("run", "dielectric-cylinder-family", "--preset", "quick", "--steps", "20", "--set",
-                    "sampling.interior=400", "--set", "sampling.cylinder=200", "--set", "sampling.pml_end=100", "--set",
-                    "output.n=61", "--out", str(out), "--quiet")
+    proc = run_main("run", "dielectric-cylinder-family", "--set", "sampling.snapshots=2", "--set", "sampling.nodes=4",
+                    "--set", "network.width=150", "--set", "sampling.interior=700", "--set", "sampling.cylinder=300",
+                    "--set", "sampling.pml_end=120", "--set", "output.n=61", "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -236,15 +237,50 @@ def test_a_query_is_scored_against_the_series_of_its_configuration(short_run, tm
     assert not (tmp_path / "no").exists()
 
 
-def test_jets_through_the_kink_feature_equal_autograd():
-    """The network with the level-set feature g(r - a) (:class:`elecsolver.networks.InputFeatures`): every loss term's
-    residual through jets equals nested autograd (float64), also at points right beside the cylinder's surface."""
+@pytest.mark.parametrize("overrides", [(), ("cylinder.radius=0.17",), ("sampling.parameters=\"nodes\"",
+                                                                      "sampling.nodes=3")])
+def test_jets_through_the_mapped_coordinates_equal_autograd(overrides):
+    """The network on the mapped coordinates and the level-set feature (:class:`MappedKink` in
+    :class:`elecsolver.networks.InputFeatures`), at a = a_ref (the identity map), away from it, and the family's
+    interpolated output layer: every loss term's residual through jets equals nested autograd (float64), also at
+    points right beside the cylinder's surface."""
     from conftest import assert_jets_equal_autograd
 
-    p = build()
+    p = build("network.width=64", *overrides)
     net = p.build_network().double()
-    assert type(net.body[0]).__name__ == "InputFeatures" and net.body[1].centre.numel() == 5  # x, y, eps_r, a, g
+    if overrides and "nodes" in overrides[0]:
+        with torch.no_grad():
+            net.heads[0].weight.normal_()
+            net.heads[0].bias.normal_()
+    assert type(net.body[0]).__name__ == "InputFeatures" and net.body[1].centre.numel() == 3  # x', y', g
     assert_jets_equal_autograd(p, net, rel=1e-10)
+
+
+def test_the_map_holds_the_surface_at_the_mid_radius_and_is_the_identity_outside():
+    p = build()
+    f = p.input_features
+    k0 = 1.0 / p.scales.length
+    assert f.a_ref == pytest.approx(k0 * 0.25) and f.outer == pytest.approx(k0 * 0.9)
+    th = torch.linspace(0, 2 * math.pi, 7, dtype=torch.float64)
+    for a in (0.15, 0.2, 0.3, 0.35):
+        x = torch.stack([k0 * a * torch.cos(th), k0 * a * torch.sin(th), 3 + 0 * th, k0 * a + 0 * th], 1)
+        np.testing.assert_allclose(f(x)[:, :2].norm(dim=1), k0 * 0.25, rtol=1e-12)  # r = a -> r' = a_ref
+        np.testing.assert_allclose(f(x)[:, 2], 0.0, atol=1e-12)  # the kink on the surface
+        out = torch.stack([k0 * 0.95 * torch.cos(th), k0 * 1.2 * torch.sin(th), 3 + 0 * th, k0 * a + 0 * th], 1)
+        np.testing.assert_allclose(f(out)[:, :2], out[:, :2], rtol=0, atol=1e-12)  # beyond R: the identity
+        assert f.min_slope(k0 * a) > 0.4
+    # the closed form's derivatives (forward mode) against central differences
+    x = torch.tensor([[0.7, -0.4, 2.0, k0 * 0.31]], dtype=torch.float64)
+    val, grad, hess = f.derivatives(x)
+    eps = 1e-6
+    for i in range(4):
+        e = torch.zeros(1, 4, dtype=torch.float64)
+        e[0, i] = eps
+        np.testing.assert_allclose(((f(x + e) - f(x - e)) / (2 * eps))[0], grad[0, :, i], rtol=1e-7, atol=1e-9)
+        dg = (f.derivatives(x + e)[1] - f.derivatives(x - e)[1]) / (2 * eps)
+        np.testing.assert_allclose(dg[0], hess[0, :, :, i], rtol=1e-6, atol=1e-8)
+    with pytest.raises(es.ConfigError, match="too far from the mid radius"):
+        build("family.cylinder.radius=[0.05, 0.6]")
 
 
 def test_the_kink_feature_is_c1_with_a_second_derivative_jump():
@@ -252,9 +288,9 @@ def test_the_kink_feature_is_c1_with_a_second_derivative_jump():
 
     p = build()
     g = p.input_features
-    a = 0.25 / p.scales.length
+    a = 0.25 / p.scales.length  # the mid radius: the map is the identity
     x = torch.tensor([[a - 1e-6, 0.0, 3.0, a], [a + 1e-6, 0.0, 3.0, a]], dtype=torch.float64, requires_grad=True)
-    val = g(x)[:, 0]
+    val = g(x)[:, 2]
     d1 = torch.autograd.grad(val.sum(), x, create_graph=True)[0][:, 0]
     d2 = torch.autograd.grad(d1.sum(), x)[0][:, 0]
     assert float(val.detach().abs().max()) < 1e-11 and float(d1.detach().abs().max()) < 1e-5

@@ -41,9 +41,10 @@ SHARED = ("network", "sampling", "training")
 DESCRIPTIONS = {
     "network.kind": "mlp, multiscale or resnet", "network.width": "neurons per hidden layer",
     "network.depth": "hidden layers", "network.activation": "tanh, sin, silu or gelu",
-    "network.init": "auto, glorot or siren", "network.output_gain": "scale of the last layer's initial weights",
-    "network.first_omega": "frequency of the first sin layer (siren)", "network.scales": "input scales of the "
-    "multiscale sub-networks", "network.fourier_features": "random Fourier features in front (0: none)",
+    "network.init": "auto, glorot, siren or fourier",
+    "network.output_gain": "scale of the last layer's initial weights",
+    "network.first_omega": "frequency of the first sin layer (siren; fourier: its standard deviation)",
+    "network.scales": "input scales of the multiscale sub-networks", "network.fourier_features": "random Fourier features in front (0: none)",
     "network.fourier_scale": "their frequency scale", "network.input_scaling": "map each input axis to [-1, 1]",
     "network.parameter_scale": "half width a parameter input is mapped to (below 1: lower initial frequencies along "
                                "the parameters)",
@@ -61,8 +62,9 @@ DESCRIPTIONS = {
     "terms refined", "sampling.rad_every": "steps between residual-based redistributions (0: off)",
     "sampling.rad_k": "RAD exponent k", "sampling.rad_c": "RAD offset c", "sampling.rad_candidates":
     "candidates per point", "sampling.rad_constraints": "terms redistributed", "sampling.shard": "exact or local: "
-    "how data-parallel ranks get their points", "sampling.parameters": "box or fixed: a family's parameters per "
-    "point", "training.steps": "steps of training.optimizer", "training.seed": "random seed of points and weights",
+    "how data-parallel ranks get their points", "sampling.parameters": "box, fixed or nodes: a family's parameters per "
+    "point, or least-squares solves at nodes of its box", "sampling.snapshots": "nodes per parameter of the full "
+    "solves (nodes)", "sampling.nodes": "nodes per parameter of the interpolated output layer (nodes)", "training.steps": "steps of training.optimizer", "training.seed": "random seed of points and weights",
     "training.dtype": "float32 or float64", "training.optimizer": "adam, lbfgs or least_squares",
     "training.lr": "initial learning rate", "training.lr_final": "final learning rate (exponential schedule)",
     "training.schedule": "exponential or constant", "training.lbfgs.history": "L-BFGS correction pairs",
@@ -377,6 +379,45 @@ def benchmarks_page() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def cylinder_family_section() -> str:
+    """The dielectric-cylinder family's benchmark (benchmarks/cylinder_family*.json) for docs/families.md."""
+    lines = []
+    for name in ("cylinder_family.json", "cylinder_family_quick.json"):
+        path = ROOT / "benchmarks" / name
+        if not path.is_file():
+            continue
+        b = json.loads(path.read_text())
+        tr, ho, inv = b["training"], b["held_out"]["summary"], b["inversion"]["summary"]
+        smp = tr.get("sampling", {})
+        if not lines:
+            lines += ["| snapshots | nodes | training | Ez median | Ez worst | Ez_s median | Ez_s worst | inversions "
+                      "within 2 % and 2 mm | per inversion | series in least squares |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
+        lines.append(f"| {smp.get('snapshots')} x {smp.get('snapshots')} | {smp.get('nodes')} x {smp.get('nodes')} "
+                     f"| {_wall(tr['wall_s'])} | {_pct(ho['Ez']['median'])} | {_pct(ho['Ez']['worst'])} | "
+                     f"{_pct(ho['Ez_s']['median'])} | {_pct(ho['Ez_s']['worst'])} | "
+                     f"{inv['family']['within_target']} of {inv['family']['of']} | "
+                     f"{inv['family']['median_wall_s']:.2g} s | {inv['series']['within_target']} of "
+                     f"{inv['series']['of']}, {inv['series']['median_wall_s']:.2g} s |")
+    if not lines:
+        return "No recorded benchmark yet.\n"
+    b = json.loads((ROOT / "benchmarks" / "cylinder_family.json").read_text()) \
+        if (ROOT / "benchmarks" / "cylinder_family.json").is_file() else b
+    q = b["query"]
+    lines = ["32 held-out configurations (a scrambled Sobol sequence, never a node) against the series, complex "
+             "relative L2 on the 101 x 101 grid; inversions of 20 further configurations from Ez_s at 8 receivers "
+             f"on r = 0.9 m with 1 % noise (`benchmarks/cylinder_family.py`, 2-core CPU, {b['date']}):", "", *lines,
+             "", f"A query of the full grid ({q['grid_sites']} sites) takes {q['grid_s'][0]:.3g} s, the 8 receivers "
+             f"{1000 * q['receivers_s'][0]:.3g} ms; the series itself takes {q['series_grid_s'][0]:.3g} s for the "
+             "grid, so for this canonical geometry the closed form stays ahead of any solver."]
+    be = b.get("break_even")
+    if be:
+        lines += ["", f"Against one single-configuration solve per configuration ({be['single_solve_s']:.3g} s, the "
+                  f"`ci` preset) the family's {_wall(be['train_s'])} of training pays after {be['grid_queries']} grid "
+                  f"queries or {be['receiver_queries']} receiver queries."]
+    return "\n".join(lines) + "\n"
+
+
 def readme_table() -> str:
     lines = ["| problem | what it solves | default preset: relative L2 error, training time |", "|---|---|---|"]
     for name, cls in _problems():
@@ -462,7 +503,8 @@ def outputs() -> dict[Path, str]:
     parallel = _between((ROOT / "docs" / "parallel.md").read_text(), "combinations", combinations_table())
     for name, body in planner_tables().items():
         parallel = _between(parallel, name, body)
-    return {ROOT / "docs" / "problems.md": problems_page(), ROOT / "docs" / "configuration.md": configuration_page(),
+    families = _between((ROOT / "docs" / "families.md").read_text(), "cylinder-family", cylinder_family_section())
+    return {ROOT / "docs" / "families.md": families, ROOT / "docs" / "problems.md": problems_page(), ROOT / "docs" / "configuration.md": configuration_page(),
             ROOT / "docs" / "cli.md": cli_page(), ROOT / "docs" / "benchmarks.md": benchmarks_page(),
             ROOT / "README.md": readme, ROOT / "docs" / "parallel.md": parallel}
 

@@ -67,7 +67,7 @@ class _With(nn.Module):
 def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batches: Sequence[tuple],
                        weights: Sequence[float], inputs: Sequence[str], outputs: Sequence[str], method: str,
                        all_reduce_sum: Callable[[torch.Tensor], torch.Tensor], rank: int = 0, world: int = 1,
-                       ridge: float = 1e-6) -> dict[str, float]:
+                       ridge: float = 1e-6, names: Sequence[str] | None = None) -> dict[str, float]:
     """Set the output layer of ``model`` to the minimiser of the loss with the hidden layers fixed; collective.
 
     Parameters
@@ -78,6 +78,9 @@ def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batc
         Each term's total weight (its declared weight times any balancing weight).
     ridge : float
         Relative Tikhonov weight (see the module docstring).
+    names : sequence of str, optional
+        The parameters to solve for (as in ``model.named_parameters()``), in which the loss must be quadratic;
+        default :func:`output_layer`.
 
     Returns
     -------
@@ -89,7 +92,7 @@ def solve_output_layer(model: nn.Module, constraints: Sequence[Constraint], batc
     ConfigError
         If the residuals are not affine in the output layer.
     """
-    names = output_layer(model)
+    names = output_layer(model) if names is None else list(names)
     dtype = next(model.parameters()).dtype
     if dtype != torch.float64:
         model.to(torch.float64)  # the solve in float64; float32 -> float64 -> float32 is exact

@@ -43,7 +43,7 @@ BASE_CONFIG: dict = {
                  "pde_on_boundary": False, "time_ramp": 0.0, "time_ramp_start": 1.0,
                  "rar_every": 0, "rar_pool": 8192, "rar_add": 256, "rar_constraints": ["pde"],
                  "rad_every": 0, "rad_k": 1.0, "rad_c": 1.0, "rad_candidates": 4, "rad_constraints": ["pde"],
-                 "shard": "exact", "parameters": "box"},
+                 "shard": "exact", "parameters": "box", "snapshots": 6, "nodes": 16},
     "training": {"steps": 2000, "seed": 0, "dtype": "float32", "optimizer": "adam", "lr": 1e-3, "lr_final": 1e-4,
                  "schedule": "exponential", "lbfgs": {"history": 50, "max_iter": 20},
                  "finish": {"optimizer": "none", "steps": 0, "lr": 1.0}, "balance": {"every": 0, "alpha": 0.9},
@@ -292,8 +292,10 @@ class SamplingOptions:
     only its own equal-measure part of each domain, boundary or initial set: O(N / world) per rank, the same
     distribution and global counts; no RAR), see :mod:`elecsolver.training.points`, and ``parameters``: for a
     problem with parameter inputs (:class:`elecsolver.axes.Parameter`), ``"box"`` (every point draws its own
-    configuration from the trained box) or ``"fixed"`` (every point at the problem's configuration: one
-    configuration trained with the family's network, e.g. fine-tuning)."""
+    configuration from the trained box), ``"fixed"`` (every point at the problem's configuration: one
+    configuration trained with the family's network, e.g. fine-tuning) or ``"nodes"`` (a least-squares family:
+    the output layer solved at ``snapshots`` Chebyshev nodes per parameter, then in the span of those solutions at
+    ``nodes`` nodes per parameter, and interpolated between them; :mod:`elecsolver.training.nodes`)."""
 
     method: str
     interior: int
@@ -314,6 +316,8 @@ class SamplingOptions:
     rad_constraints: list = ("pde",)
     shard: str = "exact"
     parameters: str = "box"
+    snapshots: int = 6
+    nodes: int = 16
 
     OPEN: ClassVar[bool] = True  # also the point counts of the problem's own constraints (read by the problem)
 
@@ -342,9 +346,15 @@ class SamplingOptions:
         _at_least("sampling", "rar_pool", o.rar_pool, 1)
         if not (o.time_ramp >= 0 and 0 < o.time_ramp_start <= 1):
             raise ConfigError("sampling.time_ramp must be >= 0 and sampling.time_ramp_start in (0, 1]")
-        if o.parameters not in ("box", "fixed"):
+        if o.parameters not in ("box", "fixed", "nodes"):
             raise ConfigError(f"sampling.parameters must be 'box' (each point its own configuration from the trained "
-                              f"box) or 'fixed' (every point at the configuration), got {o.parameters!r}")
+                              f"box), 'fixed' (every point at the configuration) or 'nodes' (least-squares solves at "
+                              f"Chebyshev nodes of the box, interpolated), got {o.parameters!r}")
+        for key in ("snapshots", "nodes"):
+            v = getattr(o, key)
+            if not (isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 64):
+                raise ConfigError(f"sampling.{key} must be an integer in [2, 64] (Chebyshev nodes per parameter), "
+                                  f"got {v!r}")
         if o.shard not in SHARD_MODES:
             raise ConfigError(f"sampling.shard must be one of {list(SHARD_MODES)}, got {o.shard!r}")
         if not (isinstance(o.rad_k, (int, float)) and not isinstance(o.rad_k, bool) and o.rad_k >= 0

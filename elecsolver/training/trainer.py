@@ -306,10 +306,18 @@ class Trainer:
         """Solve the output layer for the minimum of the loss on the current points with the hidden layers fixed
         (see :mod:`elecsolver.training.least_squares`); collective; returns the loss before and after."""
         from .least_squares import solve_output_layer
+        from .nodes import node_head, placed, solve_nodes
 
         p = self.problem
+        if node_head(self.model) is not None:  # a family solved at nodes of its box (sampling.parameters = nodes)
+            out = solve_nodes(self)
+            log.info("step %d: least-squares family: %d snapshots, a reduced space of %d, %d interpolation nodes; "
+                     "worst loss at a node %.6g", self.step, out["snapshots"], out["unknowns"], out["nodes"],
+                     out["loss_after"])
+            return out
         weights = [c.weight * float(lam) for c, lam in zip(self.constraints, self.balance_weights)]
-        out = solve_output_layer(self.model, self.constraints, self._batches_now(), weights, p.inputs, p.outputs,
+        out = solve_output_layer(self.model, self.constraints, placed(p, self._batches_now()), weights, p.inputs,
+                                 p.outputs,
                                  self.options.derivatives, self.ctx.all_reduce_sum, self.ctx.rank, self.ctx.world,
                                  self.options.least_squares["ridge"])
         log.info("step %d: least-squares output layer (%d unknowns): loss on this round's points after the "
