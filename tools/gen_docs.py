@@ -414,7 +414,7 @@ def cylinder_family_section() -> str:
     if be:
         lines += ["", f"Against one single-configuration solve per configuration ({be['single_solve_s']:.3g} s, the "
                   f"`ci` preset) the family's {_wall(be['train_s'])} of training pays after {be['grid_queries']} grid "
-                  f"queries or {be['receiver_queries']} receiver queries."]
+                  f"queries or {be['receivers_queries']} receiver queries."]
     return "\n".join(lines) + "\n"
 
 
