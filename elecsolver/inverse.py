@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -58,6 +59,9 @@ def _check_data(model, places, times, data) -> tuple[np.ndarray, np.ndarray | No
         v = np.asarray(values)
         if np.iscomplexobj(v) and name not in problem.complex_fields:
             raise ConfigError(f"probes: {name} is a real field; its values must be real")
+        if name in problem.complex_fields and not np.iscomplexobj(v):
+            raise ConfigError(f"probes: {name} is a complex field (a phasor); give complex values, real and "
+                              "imaginary parts")
         v = v.astype(np.complex128 if name in problem.complex_fields else np.float64)
         if v.shape != shape:
             raise ConfigError(f"probes: {name} must have shape {what} = {list(shape)} (one row per probe place), "
@@ -126,7 +130,11 @@ def invert(model, places, times, data: Mapping[str, np.ndarray], *, unknowns: Se
     for k, v in (known or {}).items():
         if k not in lookup:
             raise ConfigError(f"known: {k!r} is no parameter of {problem.name}")
-        base[params[lookup[k]].name] = float(v)
+        p = params[lookup[k]]
+        if not p.contains(float(v)):
+            raise ConfigError(f"known: {k} = {p.quantity(float(v))} lies outside the trained range "
+                              f"{p.range_text()}; the family answers only inside its box")
+        base[p.name] = float(v)
     dev = model.device
     scales = problem._axis_scales()
     k_field = len(problem.field_inputs)
@@ -205,6 +213,11 @@ def invert(model, places, times, data: Mapping[str, np.ndarray], *, unknowns: Se
     values = (lo + ub[0].detach() * (hi - lo)).cpu().numpy()
     for i, v in zip(free, values):
         found[params[i].name] = float(v)
+    edge = [params[i].name for i, w in zip(free, ub[0].detach().cpu().numpy()) if min(w, 1.0 - w) < 1e-6]
+    if edge or final > 0.1:
+        warnings.warn(f"the best fit has a relative misfit of {final:.3g}"
+                      + (f" and lies on the edge of the trained box ({', '.join(edge)})" if edge else "")
+                      + ": the data may not come from a configuration inside it", stacklevel=2)
     start_values = (lo + u0 * (hi - lo)).cpu().numpy()
     return {"configuration": found, "misfit": final, "unknowns": [params[i].name for i in free],
             "starts": [({params[i].name: float(v) for i, v in zip(free, row)}, float(m))

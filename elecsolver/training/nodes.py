@@ -236,8 +236,9 @@ def solve_nodes(trainer) -> dict[str, float]:
     with torch.no_grad():
         head.weight.copy_(torch.stack(layers_w).to(head.weight))
         head.bias.copy_(torch.stack(layers_b).to(head.bias))
-    log.info("reduced space of %d from %d snapshots; %d online solves in %.1f s, worst loss %.4g",
-             basis.shape[1], len(grid), len(layers_w), time.perf_counter() - t1, worst)
+    log.info("reduced space of %d (the %d snapshots%s); %d online solves in %.1f s, worst loss %.4g",
+             basis.shape[1], len(grid), ", each also times i" if pairs else "", len(layers_w),
+             time.perf_counter() - t1, worst)
     return {"loss_before": before, "loss_after": worst, "unknowns": int(basis.shape[1]), "snapshots": len(grid),
             "nodes": len(layers_w)}
 
@@ -248,4 +249,4 @@ def _node_text(problem, node) -> str:
 
     k = len(problem.inputs) - len(problem.parameters)
     si = np.asarray(node, dtype=np.float64) * problem._axis_scales()[k:]
-    return ", ".join(p.quantity(v) for p, v in zip(problem.parameters, si))
+    return ", ".join(f"{p.name} = {p.quantity(v)}" for p, v in zip(problem.parameters, si))

@@ -336,7 +336,7 @@ class SamplingOptions:
         if o.method not in METHODS:
             raise ConfigError(f"sampling.method must be one of {list(METHODS)}, got {o.method!r}")
         for key, value in _block(config, "sampling").items():
-            if isinstance(value, int) and not isinstance(value, bool):
+            if isinstance(value, int) and not isinstance(value, bool) and key not in ("snapshots", "nodes"):
                 _at_least("sampling", key, value, 0)
         _at_least("sampling", "resample_every", o.resample_every, 1)
         for key in ("rar_constraints", "rad_constraints"):
