@@ -1,11 +1,11 @@
 """What combines with what: one table of the parallel transforms and training features of a run.
 
-Every parallel transform (``--tp``, ``--pp``, ``--zero``, ``--recompute``, ``--precision``, ``--compile``) and every
-training feature that some of them do not support (the L-BFGS optimizer, the least-squares output layer, the L-BFGS
-finish, time slabs, gradient accumulation, ``--init-from``, subdomains, the hard PEC head, nested-autograd
-derivatives) is a *capability*: a name, how the user turns it on, and the capabilities it does not combine with, each
-with the reason and what to change. Data parallelism, balancing, RAR/RAD, the hard initial head and the float64
-dtype combine with everything and are not listed.
+Every parallel transform (``--tp``, ``--pp``, ``--zero``, ``--recompute``, ``--precision``, ``--compile``,
+``--cuda-graphs``) and every training feature that some of them do not support (the L-BFGS optimizer, the
+least-squares output layer, the L-BFGS finish, time slabs, gradient accumulation, ``--init-from``, subdomains, the
+hard PEC head, nested-autograd derivatives) is a *capability*: a name, how the user turns it on, and the
+capabilities it does not combine with, each with the reason and what to change. Data parallelism, balancing,
+RAR/RAD, the hard initial head and the float64 dtype combine with everything and are not listed.
 
 :func:`refusal` checks a set of active capabilities against the table and returns the first clash as one line (or
 None); :func:`check` raises it. The table is read by everything that refuses a combination:
@@ -66,10 +66,18 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("bf16", "--precision bf16", "parallel"),
     Capability("fp16", "--precision fp16", "parallel"),
     Capability("compile", "training.compile (--compile)", "training", {
-        **_each(("tp", "pp", "zero", "recompute", *_MIXED), "not verified equal to eager", "run without --compile"),
-        "autograd": ("nested autograd cannot be compiled; it needs jet derivatives", "drop one of the two"),
-        "lbfgs": ("it compiles Adam's update", "run without --compile"),
-        "ls_solver": ("it compiles Adam's update", "run without --compile"),
+        "autograd": ("torch.compile traces no double backward (nested autograd); it needs jet derivatives",
+                     "drop one of the two"),
+        "lbfgs": ("L-BFGS's strong-Wolfe line search branches on loss values in Python, which torch.compile does "
+                  "not trace into one graph", "run without --compile"),
+        "ls_solver": ("a least-squares step is a linear solve, not a gradient step to compile",
+                      "run without --compile"),
+    }),
+    Capability("cuda_graphs", "training.cuda_graphs (--cuda-graphs)", "training", {
+        "tp": ("tp's all-reduces are inside the compiled graph, and a CUDA graph cannot capture gloo's host-staged "
+               "collectives (capturing NCCL's is not verified on a GPU)", "drop --cuda-graphs and keep --compile"),
+        "pp": ("a stage's compute is compiled between eager sends and receives, which a CUDA graph cannot hold",
+               "drop --cuda-graphs and keep --compile"),
     }),
     Capability("autograd", "training.derivatives='autograd'", "training", _each(
         ("tp", "pp", "recompute"), "nested autograd is a double backward, which sharded, staged and recomputed "
@@ -180,7 +188,8 @@ def active(parallel=None, training=None, problem=None) -> set[str]:
             on.add(get("precision"))
     if training is not None:
         t = training
-        flags = (("compile", t.compile), ("autograd", t.derivatives == "autograd"), ("lbfgs", t.optimizer == "lbfgs"),
+        flags = (("compile", t.compile), ("cuda_graphs", t.cuda_graphs), ("autograd", t.derivatives == "autograd"),
+                 ("lbfgs", t.optimizer == "lbfgs"),
                  ("ls_solver", t.optimizer == "least_squares"), ("least_squares", t.solves_output_layer),
                  ("finish", bool(t.finish_steps)), ("slabs", isinstance(t.slabs, int) and t.slabs > 1),
                  ("accumulate", t.accumulate > 1), ("init_from", bool(t.init_from)))

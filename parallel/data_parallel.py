@@ -21,41 +21,22 @@ import torch.distributed as dist
 
 from . import collectives, failure
 from .failure import RankFailure, collective
-from .launch import LaunchError, LaunchInfo, discover, rendezvous, threads_per_rank
+from .launch import LaunchError, discover, rendezvous, threads_per_rank
+from .mesh import DeviceMesh
 
-__all__ = ["DataParallelComm", "RankFailure", "apply_data_parallel", "init_data_parallel", "shutdown"]
+__all__ = ["RankFailure", "apply_data_parallel", "init_data_parallel", "shutdown"]
 
 log = logging.getLogger(__name__)
-
-
-class DataParallelComm:
-    """The trainer's communicator over the default ``torch.distributed`` group.
-
-    Attributes
-    ----------
-    rank, world : int
-    device : torch.device
-        This rank's compute device (the collectives stage tensors through the host where the backend needs it).
-    """
-
-    def __init__(self, info: LaunchInfo, device: torch.device):
-        self.rank, self.world, self.info, self.device = info.rank, info.world, info, device
-
-    # each raises RankFailure (naming the rank and its error) when it fails because another rank failed
-    def all_reduce_sum_(self, tensor: torch.Tensor) -> torch.Tensor:
-        return collectives.all_reduce(tensor)
-
-    def broadcast_(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
-        return collectives.broadcast(tensor, src)
-
-    def barrier(self) -> None:
-        collectives.barrier()
 
 
 def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
     """Set threads, join the job's process group (gloo on CPU; on GPUs NCCL when every rank of a node has a GPU of its
     own, else gloo, see :func:`elecsolver.parallel.collectives.choose_backend`), start the failure watchdog
-    (:mod:`elecsolver.parallel.failure`) and return ``(comm, info, device)``; ``comm`` is None for a one-process run.
+    (:mod:`elecsolver.parallel.failure`) and return ``(comm, info, device)``.
+
+    ``comm`` is the job's communicator: a :class:`~elecsolver.parallel.mesh.DeviceMesh` of every rank on the data
+    axis (``dp`` = world) that runs its collectives on the world group and creates no other (``new_groups=False``);
+    None for a one-process run.
 
     ``timeout_s`` bounds joining and each collective (a rank may legitimately wait that long at a collective
     while rank 0 alone computes the reference solution or writes the outputs); a failed or dead rank is found
@@ -96,7 +77,8 @@ def init_data_parallel(device: str = "cpu", timeout_s: float = 1800.0):
         raise
     log.info("rank %d of %d (%s, %s, %d threads)", info.rank, info.world, info.launcher, backend,
              torch.get_num_threads())
-    return DataParallelComm(info, dev), info, dev
+    return DeviceMesh(info.world, 1, 1, rank=info.rank, world=info.world, timeout_s=timeout_s, new_groups=False), \
+        info, dev
 
 
 # Modules of torch that bind ``dist.group.WORLD`` as a default argument when they are first imported.  Imported
@@ -120,7 +102,7 @@ def _import_group_capturing_modules() -> None:
             log.debug("%s: %s", name, exc)
 
 
-def apply_data_parallel(model: torch.nn.Module, comm: DataParallelComm | None):
+def apply_data_parallel(model: torch.nn.Module, comm: DeviceMesh | None):
     """Make ``model`` data parallel over ``comm`` and return the trainer's context.
 
     The parameters are broadcast from rank 0 (an identical start on every rank); the context's

@@ -11,7 +11,7 @@ node when ranks are placed by node):
   gradients are summed over it and the points are sharded over it.
 
 This module is the only place in the package that creates process groups (``init_data_parallel`` joins
-the world group).  Every group gets an explicit timeout.  Cf. torch.distributed.device_mesh and
+the world group, and its communicator is a mesh over it that creates none).  Every group gets an explicit timeout.  Cf. torch.distributed.device_mesh and
 torchtitan's ParallelDims; the mesh here is kept small and explicit so that the equality tests can
 name every group.  Its collectives run inside :func:`elecsolver.parallel.failure.collective`, so that one failing
 because another rank failed says which rank and why.
@@ -57,6 +57,10 @@ class DeviceMesh:
         This process and the number of ranks (default: from ``torch.distributed`` when initialised, else 0 of 1).
     timeout_s : float
         Timeout of every group's collectives (seconds).
+    new_groups : bool
+        Create a process group per axis (default).  False: create none and run every collective on the world group
+        (the job's communicator, :func:`~elecsolver.parallel.data_parallel.init_data_parallel`); then only an axis
+        of one rank or of the whole world may be used.
 
     Raises
     ------
@@ -70,6 +74,7 @@ class DeviceMesh:
     rank: int | None = None
     world: int | None = None
     timeout_s: float = 1800.0
+    new_groups: bool = True
     _groups: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -85,7 +90,10 @@ class DeviceMesh:
             if not initialised:
                 raise MeshError("a mesh over several ranks needs the world process group: call "
                                 "elecsolver.parallel.init_data_parallel() first")
-            self._make_groups()
+            if self.new_groups:
+                self._make_groups()
+            else:  # the world group itself (None in torch.distributed's calls) for every axis that spans the world
+                self._groups = {a: None for a in (*AXES, "world") if self.size(a) == self.world}
 
     @staticmethod
     def sizes(dp: int | None, tp: int, pp: int, world: int) -> tuple[int, int, int]:
@@ -126,9 +134,18 @@ class DeviceMesh:
         return {"dp": self.dp_index, "tp": self.tp_index, "pp": self.pp_index, "world": self.rank}[axis]
 
     def group(self, axis: str):
-        """The process group of this rank along ``axis`` (None for a one-rank axis or a one-process run)."""
+        """The process group of this rank along ``axis`` (None for a one-rank axis or a one-process run).
+
+        Raises
+        ------
+        MeshError
+            For an axis of several ranks on a mesh made with ``new_groups=False`` (it holds no group objects).
+        """
         if self.size(axis) == 1:
             return None
+        if not self.new_groups:
+            raise MeshError(f"a mesh made with new_groups=False holds no group for axis {axis!r}; build a DeviceMesh "
+                            "with new_groups=True")
         return self._groups[axis]
 
     def _make_groups(self) -> None:
@@ -155,31 +172,41 @@ class DeviceMesh:
                 out.append(ranks)
         return out
 
-    # collectives over an axis ------------------------------------------------------------------------
+    # collectives over an axis: every one in the package goes through these or through elecsolver.parallel.collectives
+    def _axis_group(self, axis: str):
+        """(whether ``axis`` has several ranks, its group for torch.distributed: None is the world group)."""
+        if self.size(axis) == 1:
+            return False, None
+        if axis not in self._groups:
+            raise MeshError(f"this mesh made no process group for axis {axis!r} (new_groups=False spans the world "
+                            "only); build a DeviceMesh with new_groups=True")
+        return True, self._groups[axis]
+
     def all_reduce_sum(self, tensor, axis: str = "dp"):
         """Sum ``tensor`` in place over the ranks of ``axis``; returns it."""
-        g = self.group(axis)
-        if g is not None:
+        several, g = self._axis_group(axis)
+        if several:
             collectives.all_reduce(tensor, dist.ReduceOp.SUM, g)
         return tensor
 
     def all_reduce_max(self, tensor, axis: str = "world"):
         """Maximum of ``tensor`` in place over the ranks of ``axis``; returns it."""
-        g = self.group(axis)
-        if g is not None:
+        several, g = self._axis_group(axis)
+        if several:
             collectives.all_reduce(tensor, dist.ReduceOp.MAX, g)
         return tensor
 
     def broadcast(self, tensor, src_index: int = 0, axis: str = "dp"):
         """Overwrite ``tensor`` in place with that of the rank at position ``src_index`` along ``axis``."""
-        g = self.group(axis)
-        if g is not None:
+        several, g = self._axis_group(axis)
+        if several:
             collectives.broadcast(tensor, self.ranks(axis)[src_index], g)
         return tensor
 
     def barrier(self) -> None:
-        if self.world > 1:
-            collectives.barrier(self._groups["world"])
+        several, g = self._axis_group("world")
+        if several:
+            collectives.barrier(g)
 
     def describe(self) -> str:
         return (f"rank {self.rank} of {self.world}: dp {self.dp_index}/{self.dp}, tp {self.tp_index}/{self.tp}, "

@@ -394,6 +394,11 @@ class PipelineSchedule:
     schedule : {"gpipe", "1f1b"}
     method : {"jet"}
         The derivative method; only jets cross stage boundaries (nested autograd cannot, shared/DESIGN.md).
+    compiled : bool
+        Compile each work item's compute on this stage (:meth:`_stage_compute`: the stage's layers, and on the last
+        stage the residual and the weighted term) with ``torch.compile(fullgraph=True)``; the sends and receives
+        between them stay eager.  One graph per loss term (its declared derivatives fix the jet's channels), with
+        the point dimension dynamic (micro-batches of unequal size do not recompile).
 
     Raises
     ------
@@ -406,7 +411,8 @@ class PipelineSchedule:
     """
 
     def __init__(self, stage: PipelineStage, mesh, constraints: Sequence, inputs: Sequence[str],
-                 outputs: Sequence[str], microbatches: int, schedule: str = "gpipe", method: str = "jet"):
+                 outputs: Sequence[str], microbatches: int, schedule: str = "gpipe", method: str = "jet",
+                 compiled: bool = False):
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown pipeline schedule {schedule!r}; choose one of {SCHEDULES}")
         if method != "jet":
@@ -423,6 +429,9 @@ class PipelineSchedule:
         self.stage, self.mesh = stage, mesh
         self.constraints, self.inputs, self.outputs = list(constraints), tuple(inputs), tuple(outputs)
         self.microbatches, self.schedule, self.method = microbatches, schedule, method
+        self.compiled = bool(compiled)
+        self._compute = torch.compile(self._stage_compute, fullgraph=True, dynamic=True) if compiled \
+            else self._stage_compute
         # the loss-term weights of training.balance, set by the Trainer (None: all 1)
         self.term_weights: list[float] | None = None
         self.params = [p for p in stage.parameters() if p.requires_grad]
@@ -515,24 +524,38 @@ class PipelineSchedule:
             self._recv(received, self.prev_rank)
             received.requires_grad_(True)
         if st.is_last:
+            lam = 1.0 if self.term_weights is None else self.term_weights[ci]
+            if self.compiled:  # the balancing weight outside the graph: a changed float would recompile it
+                term = self._compute(ci, x, pts, nrm, w, denom, received, 1.0)
+                term = term * lam if lam != 1.0 else term
+            else:
+                term = self._stage_compute(ci, x, pts, nrm, w, denom, received, lam)
+            terms[ci] += term.detach().to(terms.dtype)
+            return received, term
+        y = self._compute(ci, x, pts, nrm, w, denom, received, 1.0)
+        shape = (x.spec.n_channels, pts.shape[0], self.width_out)
+        if not isinstance(y, torch.Tensor) or tuple(y.shape) != shape or y.dtype != self.dtype_out:
+            got = (tuple(y.shape), y.dtype) if isinstance(y, torch.Tensor) else type(y).__name__
+            raise TypeError(f"pipeline stage {st.stage} must map the jet to channels {shape} of {self.dtype_out} "
+                            f"(the layout announced to the next stage), got {got}: a layer without jet rules, one "
+                            "that changes the carried derivatives, or points of another dtype than the network's?")
+        self._send(y, self.next_rank)
+        return received, y
+
+    def _stage_compute(self, ci: int, x: Jet, pts, nrm, w, denom, received, lam: float) -> torch.Tensor:
+        """One work item's compute on this stage, between its receive and its send (what ``compiled`` compiles):
+        on the last stage the weighted loss term (0-d), elsewhere the body's output channels [C, n, width]."""
+        c, st = self.constraints[ci], self.stage
+        if st.is_last:
             r = constraint_residual(_LastStage(st, received), c, pts, nrm, self.inputs, self.outputs, "jet")
             sq = r.pow(2).sum(1)
             if w is not None:
                 sq = sq * w
-            lam = 1.0 if self.term_weights is None else self.term_weights[ci]
-            term = (c.weight * lam) * sq.sum() / denom
-            terms[ci] += term.detach().to(terms.dtype)
-            return received, term
+            return (c.weight * lam) * sq.sum() / denom
         y = st.body(x if received is None else x.like(received))
-        shape = (x.spec.n_channels, pts.shape[0], self.width_out)
-        if not isinstance(y, Jet) or y.spec != x.spec or tuple(y.channels.shape) != shape \
-                or y.channels.dtype != self.dtype_out:
-            got = (tuple(y.channels.shape), y.channels.dtype) if isinstance(y, Jet) else type(y).__name__
-            raise TypeError(f"pipeline stage {st.stage} must map the jet to channels {shape} of {self.dtype_out} "
-                            f"(the layout announced to the next stage), got {got}: a layer without jet rules, one "
-                            "that changes the carried derivatives, or points of another dtype than the network's?")
-        self._send(y.channels, self.next_rank)
-        return received, y.channels
+        if not isinstance(y, Jet) or y.spec != x.spec:
+            return y  # refused by the caller
+        return y.channels
 
     def _backward(self, saved, scale) -> None:
         received, out = saved

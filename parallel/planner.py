@@ -366,7 +366,7 @@ def all_reduce_bytes(nbytes: float, group: int) -> float:
 
 
 def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoefficients, dtype_bytes: int = 4,
-                   machine=None) -> float:
+                   machine=None, terms: int = 1) -> float:
     """Seconds a training step takes under ``plan`` (the slowest rank).
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
@@ -379,7 +379,11 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
 
     ``machine`` (:class:`~elecsolver.parallel.machine.Machine`): each axis's messages are priced at the link its
     groups use (between nodes when a group spans two); without it every message is priced at ``coeffs``'
-    alpha and beta."""
+    alpha and beta.
+
+    ``terms``: the loss terms with points. Each is its own pass through the network (its jet carries its own
+    derivatives), so tp's all-reduces and a pipeline's sends and receives are ``terms`` messages per layer and
+    micro-batch, their bytes (``a_global`` sums the terms) split among them."""
     from .machine import Link
 
     m = plan.microbatches if plan.pp > 1 else 1
@@ -398,11 +402,12 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
         comm = 0.0
         if plan.tp > 1:
             for width in _tp_widths(stage):
-                comm += links["tp"].seconds(all_reduce_bytes(width * (a_rank / m) * dtype_bytes, plan.tp))
+                comm += links["tp"].seconds(all_reduce_bytes(width * (a_rank / m) * dtype_bytes, plan.tp),
+                                            messages=terms)
         if plan.pp > 1:
             boundary = _input_units(stages[k + 1]) if k + 1 < len(stages) else 0
             if boundary:
-                comm += links["pp"].seconds(2 * boundary * (a_rank / m) * dtype_bytes, messages=2)
+                comm += links["pp"].seconds(2 * boundary * (a_rank / m) * dtype_bytes, messages=2 * terms)
             comm += coeffs.microbatch_s * _macs(stage) / total_macs  # the launches of the stage's share of layers
         slots.append(compute + comm)
     # a pipeline's m busy slots are 1 - bubble of its m + pp - 1
@@ -537,7 +542,8 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
                                     f"{memory_mib:.4g} MiB")
         step_s = None
         if reason is None and time_coefficients is not None:
-            step_s = predict_step_s(plan, splits[key], a_global, time_coefficients, dtype_bytes, machine)
+            step_s = predict_step_s(plan, splits[key], a_global, time_coefficients, dtype_bytes, machine,
+                                    terms=sum(1 for n in counts.values() if n > 0))
         out.append(PlanCheck(plan, reason, mib, step_s))
     return out
 

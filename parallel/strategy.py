@@ -10,7 +10,8 @@ Order (as torchtitan applies its parallelisms; shared/DESIGN.md, "Packages"):
 4. mixed precision (``precision``) swaps the linear layers for ones whose derivative channels stay float32
    (:mod:`elecsolver.parallel.mixed_precision`);
 5. recompute (``recompute``) checkpoints the body's blocks (:mod:`elecsolver.parallel.recompute`);
-6. compile (``training.compile``) is applied by the trainer (refused together with 2-5: not verified);
+6. compile (``training.compile``) is applied by the trainer: the loss-and-gradient graph (with tp's collectives in
+   it), or under pp each stage's compute between its sends and receives, and Adam's update (ZeRO's local one);
 7. data parallel (``dp``): the parameters are broadcast over the dp group, gradients are summed over it, the points
    are sharded over it; ``zero`` shards Adam's state over it (ZeRO stage 1, ``ZeroRedundancyOptimizer``).
 
@@ -161,7 +162,7 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
     Parameters
     ----------
     problem : Problem
-    comm : DataParallelComm or None
+    comm : DeviceMesh or None
         From :func:`~elecsolver.parallel.data_parallel.init_data_parallel` (None: one process).
     device : torch.device
     options : ParallelOptions, dict or None
@@ -187,8 +188,8 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
         model = split_network(model, mesh.pp, mesh.pp_index)
         m, schedule = opts.n_microbatches, opts.schedule
 
-        def make_fb(constraints, inputs, outputs, method, stage=model):
-            return PipelineSchedule(stage, mesh, constraints, inputs, outputs, m, schedule, method)
+        def make_fb(constraints, inputs, outputs, method, compiled=False, stage=model):
+            return PipelineSchedule(stage, mesh, constraints, inputs, outputs, m, schedule, method, compiled)
 
         hooks["make_forward_backward"] = make_fb
     if mesh.tp > 1:
@@ -213,8 +214,8 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
     if "make_forward_backward" in hooks and "autocast" in hooks:
         make_fb, cast = hooks["make_forward_backward"], hooks["autocast"]
 
-        def make_cast_fb(*args, make_fb=make_fb, cast=cast):
-            fb = make_fb(*args)
+        def make_cast_fb(*args, make_fb=make_fb, cast=cast, **kwargs):
+            fb = make_fb(*args, **kwargs)
 
             def run(batches, scale):
                 with cast():
@@ -232,11 +233,8 @@ def apply_parallelism(problem, comm, device: torch.device, options=None) -> tupl
     if world > 1:
         hooks["stop_vote"] = functools.partial(_stop_vote, mesh=mesh)
     shard = (mesh.tp_index, mesh.pp_index)
-    ctx = RunContext(
-        rank=mesh.dp_index, world=mesh.dp,
-        all_reduce_sum=functools.partial(mesh.all_reduce_sum, axis="dp"),
-        broadcast=lambda t, src=0: mesh.broadcast(t, src, "dp"),
-        barrier=mesh.barrier, is_writer=mesh.rank == 0,
+    ctx = RunContext.from_comm(
+        mesh, is_writer=mesh.rank == 0,
         checkpoint_name="checkpoint.pt" if shard == (0, 0) else f"checkpoint-tp{shard[0]}-pp{shard[1]}.pt",
         checkpoint_writer=mesh.dp_index == 0, model_parallel=mesh.tp * mesh.pp, **hooks)
     ctx.broadcast_model(model)  # identical parameters over the dp group (they already are: the same seed)
@@ -265,10 +263,34 @@ def _gather(model, mesh: DeviceMesh, template=None):
     return full
 
 
+class _ShardAdam(torch.optim.Adam):
+    """Adam over one rank's shard of the parameters (the local optimizer of ZeRO), built as one process builds Adam
+    (:func:`~elecsolver.training.optim.make_optimizer`: a float64 step counter); with ``compiled`` its update is one
+    torch.compile graph, between ZeRO's collectives (the parameter broadcasts after the update stay eager)."""
+
+    def __init__(self, params, lr, compiled: bool = False):
+        from elecsolver.training.optim import adam_state, compile_update
+
+        super().__init__(params, lr=lr)
+        adam_state(self, torch.device("cpu"))  # not capturable: the counter lives on the host, as eager Adam's
+        self._compiled = compile_update(self, kind=torch.optim.Adam) if compiled else None
+
+    def step(self, closure=None):
+        if self._compiled is None:
+            return super().step(closure)
+        with torch.no_grad():
+            self._compiled()
+        return None
+
+
 def _zero_optimizer(params, options, compiled, group):
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
-    return ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.Adam, process_group=group, lr=options.lr)
+    lr = torch.tensor(options.lr, dtype=torch.float64) if compiled else options.lr  # a graph input when compiled
+    opt = ZeroRedundancyOptimizer(params, optimizer_class=functools.partial(_ShardAdam, compiled=compiled),
+                                  process_group=group, lr=lr)
+    opt.compiles_itself = True  # the Step compiles no update around ZeRO's collectives: the local one is compiled
+    return opt
 
 
 def _zero_state_dict(optimizer, writer: bool):

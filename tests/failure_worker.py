@@ -91,7 +91,7 @@ def threads_after_shutdown() -> int:
     model = torch.nn.Linear(3, 3)
     torch.optim.Adam(model.parameters())  # the first optimizer imports torch._dynamo, after the group exists
     captured = "torch.distributed.nn.functional" in sys.modules
-    comm.all_reduce_sum_(torch.ones(3))
+    comm.all_reduce_sum(torch.ones(3))
     data_parallel.shutdown()
     left = gloo_threads()
     print(f"rank {info.rank}: torch.distributed.nn.functional imported: {captured}; threads after shutdown: {left}",

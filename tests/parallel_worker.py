@@ -5,7 +5,9 @@ CASES_JSON: a list of {"prefix": OUT_PREFIX, "options": OPTIONS}, trained one af
 launch for all the cases of a module that share a world size: the process group is joined once, each case builds
 its own device mesh).  OPTIONS: {"parallel": {...ParallelOptions fields}, "steps": 5, "accumulate": 1,
 "hard_initial": false, "shard_sizes": {...}, "interior": 97, "device": "cpu", "family": false, "only": [terms],
-"same_points": false}.  Rank and world come from torchrun-style variables; none: one process.
+"same_points": false, "compile": false, "dtype": "float64", "balance": false}; the npz also holds the loss of every step
+("losses") and, compiled, the number of graphs and graph breaks.  Rank and world come from torchrun-style
+variables; none: one process.
 
 For each case the rank trains the small point source through the Trainer under the strategy and saves, in
 OUT_PREFIX.rank<r>.npz, the loss of step 1, the gradients of step 1 and the parameters after the last step,
@@ -53,6 +55,11 @@ def run_case(prefix: str, options: dict, comm, info, dev) -> None:
     cfg = problem.config
     cfg["training"]["accumulate"] = options.get("accumulate", 1)
     cfg["training"]["optimizer"] = options.get("optimizer", "adam")
+    cfg["training"]["compile"] = options.get("compile", False)
+    if options.get("balance"):  # loss balancing every 2 steps
+        cfg["training"]["balance"] = {"every": 2, "alpha": 0.5}
+    if "dtype" in options:
+        cfg["training"]["dtype"] = options["dtype"]
     if "interior" in options:
         cfg["sampling"]["interior"] = options["interior"]
     cls = type(problem)
@@ -73,10 +80,14 @@ def run_case(prefix: str, options: dict, comm, info, dev) -> None:
     steps = options.get("steps", 5)
     loss1, terms1 = trainer.train_step()
     grads = named(trainer.model, ctx, grad=True)
-    for _ in range(steps - 1):
-        trainer.train_step()
+    losses = [loss1] + [trainer.train_step()[0] for _ in range(steps - 1)]
     params = named(trainer.model, ctx, grad=False)
-    arrays = {"loss": np.array(loss1), "terms": np.array(terms1)}
+    arrays = {"loss": np.array(loss1), "terms": np.array(terms1), "losses": np.array(losses)}
+    if options.get("compile"):  # what torch.compile made of it (counted over this process's cases so far)
+        from torch._dynamo.utils import counters
+
+        arrays["graphs"] = np.array(counters["stats"]["unique_graphs"])
+        arrays["graph_breaks"] = np.array(sum(counters["graph_break"].values()))
     arrays.update({f"g:{k}": v for k, v in grads.items()})
     arrays.update({f"p:{k}": v for k, v in params.items()})
     np.savez(f"{prefix}.rank{info.rank}.npz", **arrays)

@@ -135,7 +135,9 @@ def test_identical_loss_shares_on_every_rank_warn(runs):
     assert "same points" in text
 
 
-def test_compile_with_model_parallelism_is_refused():
+def test_compile_combines_with_every_strategy_and_cuda_graphs_not_with_tp_or_pp():
+    """Compiled mode is checked against eager under each strategy in test_compile_parallel.py; here, the check
+    accepts it, and refuses CUDA graphs with tp and pp in one line."""
     import copy
 
     from elecsolver.parallel import ParallelOptions
@@ -145,9 +147,16 @@ def test_compile_with_model_parallelism_is_refused():
     cfg = copy.deepcopy(BASE_CONFIG)
     cfg["training"]["compile"] = True
     training = TrainingOptions.from_config(cfg)
-    for opts, flag in (({"tp": 2}, "--tp"), ({"pp": 2}, "--pp"), ({"recompute": True}, "--recompute")):
-        with pytest.raises(ConfigError, match=rf"^training.compile \(--compile\) does not combine with {flag} \("):
-            ParallelOptions(**opts).validate(training, 2 if "recompute" not in opts else 1)
+    for opts in ({"tp": 2}, {"pp": 2}, {"zero": True}, {"recompute": True}, {"precision": "bf16"},
+                 {"precision": "fp16"}):
+        ParallelOptions(**opts).validate(training, 2 if ("tp" in opts or "pp" in opts or "zero" in opts) else 1)
+    cfg["training"]["cuda_graphs"] = True
+    graphs = TrainingOptions.from_config(cfg)
+    for opts, flag in (({"tp": 2}, "--tp"), ({"pp": 2}, "--pp")):
+        words = rf"^training.cuda_graphs \(--cuda-graphs\) does not combine with {flag} "
+        with pytest.raises(ConfigError, match=words):
+            ParallelOptions(**opts).validate(graphs, 2)
+    ParallelOptions(zero=True).validate(graphs, 2)
     with pytest.raises(ConfigError, match=r"dp x tp x pp = 1 x 3 x 1 = 3, but 2 ranks were started"):
         ParallelOptions(tp=3).validate(training, 2)
 

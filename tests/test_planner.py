@@ -199,6 +199,10 @@ def test_step_time_bookkeeping():
     assert len(widths) == 4  # two sharded pairs: two row outputs, two column inputs
     expect = 0.01 + 1e-9 * _macs(tp[0]) * a + sum(1e-4 + 1e-9 * w * a * 4 for w in widths)
     assert predict_step_s(Plan(1, 2), tp, a, co) == pytest.approx(expect, rel=1e-12)
+    # each of 3 loss terms is its own pass: 3 messages per all-reduce and per pipeline send, the same bytes
+    assert predict_step_s(Plan(1, 2), tp, a, co, terms=3) == pytest.approx(expect + 2 * 1e-4 * len(widths), rel=1e-12)
+    assert predict_step_s(Plan(1, 1, 2, 4), two, a, co, terms=3) == pytest.approx(
+        0.01 + 5 * max(slots[0] + 2 * 2 * 1e-4, slots[1]), rel=1e-12)
     # the per-point work: divided by dp, repeated by every tp rank, done by the last pipeline stage
     pt = dataclasses.replace(co, s_per_point=1e-6)
     assert predict_step_s(Plan(1, 2), tp, a, pt) == pytest.approx(expect + 1e-6 * a, rel=1e-12)

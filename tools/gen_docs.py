@@ -489,6 +489,32 @@ def planner_tables() -> dict[str, str]:
     return out
 
 
+def compile_strategies_table() -> str:
+    """The compiled step's speed-up per strategy (benchmarks/compile_strategies.json), as docs/parallel.md prints it."""
+    path = ROOT / "benchmarks" / "compile_strategies.json"
+    if not path.is_file():
+        return "(run python benchmarks/compile_strategies.py)\n"
+    data = json.loads(path.read_text())
+    rows = [f"Measured by `python benchmarks/compile_strategies.py` on {data['cores']} cores ({data['cpu']}), "
+            f"{data['problem']}: medians of {data['runs']} interleaved launches of {data['steps']} timed steps after "
+            f"{data['warmup']} (which compile), with the spread.", "",
+            "| strategy | ranks | eager (ms/step) | compiled (ms/step) | speed-up |", "|---|---|---|---|---|"]
+    for name, r in data["strategies"].items():
+        e, c = sorted(r["eager_s"]), sorted(r["compiled_s"])
+        rows.append(f"| {name} | {r['ranks']} | {r['eager_median_s'] * 1e3:.1f} ({e[0] * 1e3:.1f}-{e[-1] * 1e3:.1f}) "
+                    f"| {r['compiled_median_s'] * 1e3:.1f} ({c[0] * 1e3:.1f}-{c[-1] * 1e3:.1f}) | "
+                    f"{r['speedup']:.2f}x |")
+    m = data.get("recompute_memory")
+    if m:
+        rows += ["", f"Peak allocation of one step with {m['interior_points']} interior points, one process "
+                 "(`elecsolver.parallel.profiling.peak_allocated_mib`): recompute takes eager's "
+                 f"{m['eager']['plain']:.0f} MiB to {m['eager']['recompute']:.0f} MiB "
+                 f"({m['eager']['ratio']:.2f}x) and the compiled step's {m['compiled']['plain']:.0f} MiB to "
+                 f"{m['compiled']['recompute']:.0f} MiB ({m['compiled']['ratio']:.2f}x): the compiled graph's "
+                 "partitioner already recomputes part of what eager keeps."]
+    return "\n".join(rows) + "\n"
+
+
 def _between(text: str, name: str, body: str) -> str:
     """``text`` with what lies between its ``<!-- name:begin -->`` and ``<!-- name:end -->`` lines replaced."""
     begin, end = f"<!-- {name}:begin -->\n", f"<!-- {name}:end -->"
@@ -503,6 +529,7 @@ def outputs() -> dict[Path, str]:
     parallel = _between((ROOT / "docs" / "parallel.md").read_text(), "combinations", combinations_table())
     for name, body in planner_tables().items():
         parallel = _between(parallel, name, body)
+    parallel = _between(parallel, "compile-strategies", compile_strategies_table())
     families = _between((ROOT / "docs" / "families.md").read_text(), "cylinder-family", cylinder_family_section())
     return {ROOT / "docs" / "families.md": families, ROOT / "docs" / "problems.md": problems_page(), ROOT / "docs" / "configuration.md": configuration_page(),
             ROOT / "docs" / "cli.md": cli_page(), ROOT / "docs" / "benchmarks.md": benchmarks_page(),

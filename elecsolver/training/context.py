@@ -7,6 +7,7 @@ uses the default, where every collective is the identity.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,9 +49,10 @@ class RunContext:
     the one-device behaviour):
 
     make_forward_backward : callable, optional
-        ``make_forward_backward(constraints, inputs, outputs, method) -> fb`` with ``fb(batches, scale) ->
-        Tensor [n_terms]``: run the loss on this rank's batches, accumulate ``scale`` times its gradient into
-        ``.grad`` and return the detached, unscaled local terms (pipeline schedules).
+        ``make_forward_backward(constraints, inputs, outputs, method, compiled=False) -> fb`` with
+        ``fb(batches, scale) -> Tensor [n_terms]``: run the loss on this rank's batches, accumulate ``scale`` times its
+        gradient into ``.grad`` and return the detached, unscaled local terms (pipeline schedules; ``compiled``: with
+        the compute between its sends and receives compiled).
     make_optimizer : callable, optional
         ``make_optimizer(params, options, compiled) -> Optimizer`` (optimizer-state sharding).
     optimizer_state_dict : callable, optional
@@ -134,11 +136,14 @@ class RunContext:
             self.sync_gradients = self._flat_sum
 
     @classmethod
-    def from_comm(cls, comm) -> RunContext:
-        """A context over a communicator with ``rank``, ``world``, ``all_reduce_sum_``, ``broadcast_``, ``barrier``."""
+    def from_comm(cls, comm, **hooks) -> RunContext:
+        """A data-parallel context over a device mesh (``elecsolver.parallel.DeviceMesh``, or any object with its
+        ``dp_index``, ``dp``, ``all_reduce_sum(t, axis)``, ``broadcast(t, src_index, axis)`` and ``barrier()``):
+        the collectives run over its ``"dp"`` axis; ``hooks`` are further fields.  None: one process."""
         if comm is None:
-            return cls()
-        return cls(comm.rank, comm.world, comm.all_reduce_sum_, comm.broadcast_, comm.barrier)
+            return cls(**hooks)
+        return cls(comm.dp_index, comm.dp, functools.partial(comm.all_reduce_sum, axis="dp"),
+                   lambda t, src=0: comm.broadcast(t, src, "dp"), comm.barrier, **hooks)
 
     def broadcast_model(self, model: torch.nn.Module) -> None:
         """Overwrite ``model``'s parameters and buffers in place with data-parallel rank 0's: the one place where a

@@ -22,11 +22,12 @@ lr_final as (lr_final/lr)^(k/steps); "constant" keeps lr.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
 
-__all__ = ["OPTIMIZERS", "SCHEDULES", "SOLVERS", "make_optimizer", "make_schedule"]
+__all__ = ["OPTIMIZERS", "SCHEDULES", "SOLVERS", "adam_state", "compile_update", "make_optimizer", "make_schedule"]
 
 
 def _adam(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
@@ -38,10 +39,40 @@ def _adam(params, lr, options, compiled: bool) -> torch.optim.Optimizer:
     where = device if on_gpu else torch.device("cpu")
     opt = torch.optim.Adam(params, lr=torch.tensor(lr, dtype=torch.float64, device=where) if compiled else lr,
                            capturable=on_gpu)
-    for p in params:
-        opt.state[p].update(step=torch.tensor(0.0, dtype=torch.float64, device=where), exp_avg=torch.zeros_like(p),
-                            exp_avg_sq=torch.zeros_like(p))
+    adam_state(opt, where)
     return opt
+
+
+def adam_state(optimizer: torch.optim.Adam, where: torch.device) -> None:
+    """Create Adam's state for every parameter of ``optimizer`` now, with a float64 step counter on ``where`` (the
+    first moments zero), instead of lazily at the first step with a counter in the default dtype."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            optimizer.state[p].update(step=torch.tensor(0.0, dtype=torch.float64, device=where),
+                                      exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
+
+
+def compile_update(optimizer: torch.optim.Optimizer, cuda_graphs: bool = False, kind: type | None = None
+                   ) -> Callable[[], None]:
+    """The optimizer's update as one ``torch.compile`` graph (``fullgraph=True``): ``update()`` applies one step from
+    the ``.grad`` of its parameters; call it under ``torch.no_grad()``.
+
+    What is compiled is the class's ``step`` itself, without the wrappers around it (the scheduler's step counter,
+    the profiler hook and the grad-mode switch with its deliberate graph breaks).  A learning rate that is a 0-d
+    tensor (:func:`make_optimizer` with ``compiled=True``) is a graph input, so a schedule does not recompile it.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        One whose ``step`` torch.compile can trace whole (Adam; not L-BFGS's closure).
+    cuda_graphs : bool
+        Compile in mode "reduce-overhead" (a CUDA graph replayed each step).
+    kind : type, optional
+        The class whose ``step`` to compile (default ``type(optimizer)``; a subclass whose own ``step`` calls the
+        compiled update names its base).
+    """
+    update = inspect.unwrap((kind or type(optimizer)).step)
+    return torch.compile(lambda: update(optimizer), fullgraph=True, mode="reduce-overhead" if cuda_graphs else None)
 
 
 def _lbfgs(params, lr, options, compiled: bool) -> torch.optim.Optimizer:

@@ -35,12 +35,11 @@ the device; :meth:`Step.__call__` returns them as Python floats (a synchronisati
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import Callable, Sequence
 
 import torch
 
-from .optim import make_optimizer, make_schedule
+from .optim import compile_update, make_optimizer, make_schedule
 
 __all__ = ["Step"]
 
@@ -98,13 +97,9 @@ class Step:
         self.skipped = 0
         self.local_terms: torch.Tensor | None = None
         self._update = self.optimizer.step
-        if self.compiled:
-            # Adam's update itself, without the wrappers around it (the scheduler's step counter, the profiler
-            # hook and the grad-mode switch with its deliberate graph breaks); it runs under no_grad
-            update = inspect.unwrap(type(self.optimizer).step)
-            optimizer = self.optimizer
-            self._update = torch.compile(lambda: update(optimizer), fullgraph=True,
-                                         mode="reduce-overhead" if self.cuda_graphs else None)
+        # an optimizer that compiles its own parts (a sharded one: the local update between its collectives) says so
+        if self.compiled and not getattr(self.optimizer, "compiles_itself", False):
+            self._update = compile_update(self.optimizer, self.cuda_graphs)  # run under no_grad
 
     def accumulated(self, batches: list, scale: float = 1.0) -> torch.Tensor:
         """The default forward and backward: ``training.accumulate`` micro-steps over row blocks of every

@@ -155,7 +155,7 @@ class Trainer:
         forward_backward = None
         if ctx.make_forward_backward is not None:
             forward_backward = ctx.make_forward_backward(self.constraints, problem.inputs, problem.outputs,
-                                                         self.options.derivatives)
+                                                         self.options.derivatives, compiled=self.options.compile)
         if self.options.optimizer == "least_squares":
             self.stepper = _SolveStep(self)
         else:
@@ -179,7 +179,7 @@ class Trainer:
         self.history: list[dict] = []
         self._tb = None  # the TensorBoard writer (training.tensorboard), opened at the first logged step
         self.check_residuals()
-        if self.options.compile:
+        if self.options.compile and forward_backward is None:  # a pipeline compiles its stage's parts at its first step
             self._compile_now(self._terms_fn if not self.options.balance["every"] else plain)
 
     def _compile_now(self, compiled) -> None:
