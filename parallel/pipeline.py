@@ -441,6 +441,7 @@ class PipelineSchedule:
         self.next_rank = None if stage.is_last else ranks[stage.stage + 1]
         self.last_index = pp - 1
         self._pending: list = []
+        self._grad_sent: list | None = None  # the last gradient send (see _backward)
         self.width_in, self.dtype_in, self.width_out, self.dtype_out = self._probe()
 
     # ----- boundaries ----------------------------------------------------------------------------
@@ -475,8 +476,17 @@ class PipelineSchedule:
         self._finish_sends()
         return width_in, dtype_in, int(y.shape[-1]), y.dtype
 
-    def _send(self, tensor: torch.Tensor, dst: int) -> None:
-        self._pending.append(collectives.isend(tensor, dst, self.group))
+    def _send(self, tensor: torch.Tensor, dst: int) -> list:
+        entry = list(collectives.isend(tensor, dst, self.group))  # [work, buffer]: the buffer lives until released
+        self._pending.append(entry)
+        return entry
+
+    def _release(self, entry: list | None) -> None:
+        """Wait for one send and drop its buffer (a send whose peer has provably received it returns at once)."""
+        if entry is None:
+            return
+        entry[0].wait()
+        self._pending = [e for e in self._pending if e is not entry]
 
     def _recv(self, tensor: torch.Tensor, src: int) -> torch.Tensor:
         return collectives.recv(tensor, src, self.group)
@@ -531,7 +541,7 @@ class PipelineSchedule:
             else:
                 term = self._stage_compute(ci, x, pts, nrm, w, denom, received, lam)
             terms[ci] += term.detach().to(terms.dtype)
-            return received, term
+            return received, term, None
         y = self._compute(ci, x, pts, nrm, w, denom, received, 1.0)
         shape = (x.spec.n_channels, pts.shape[0], self.width_out)
         if not isinstance(y, torch.Tensor) or tuple(y.shape) != shape or y.dtype != self.dtype_out:
@@ -539,8 +549,7 @@ class PipelineSchedule:
             raise TypeError(f"pipeline stage {st.stage} must map the jet to channels {shape} of {self.dtype_out} "
                             f"(the layout announced to the next stage), got {got}: a layer without jet rules, one "
                             "that changes the carried derivatives, or points of another dtype than the network's?")
-        self._send(y, self.next_rank)
-        return received, y
+        return received, y, self._send(y, self.next_rank)
 
     def _stage_compute(self, ci: int, x: Jet, pts, nrm, w, denom, received, lam: float) -> torch.Tensor:
         """One work item's compute on this stage, between its receive and its send (what ``compiled`` compiles):
@@ -558,18 +567,27 @@ class PipelineSchedule:
         return y.channels
 
     def _backward(self, saved, scale) -> None:
-        received, out = saved
+        """Backward of one work item.  Its sends are released as soon as they are known to be done, so that a
+        work item's boundary tensors do not outlive it (1F1B keeps at most ``pp - stage`` items' activations): the
+        activation send once the gradient for it has come back (the next stage received it before computing that
+        gradient), the previous gradient send at the next backward (the previous stage reaches that receive without
+        waiting for anything else from this stage)."""
+        received, out, sent = saved
+        self._release(self._grad_sent)
+        self._grad_sent = None
         if self.stage.is_last:
             if out.requires_grad:
                 torch.autograd.backward(out * scale)
         else:
             grad = torch.empty_like(out)
             self._recv(grad, self.next_rank)
+            self._release(sent)
             if out.requires_grad:
                 torch.autograd.backward(out, grad)
         if received is not None:
             g = received.grad if received.grad is not None else torch.zeros_like(received)
-            self._send(g, self.prev_rank)
+            received.grad = None
+            self._grad_sent = self._send(g, self.prev_rank)
 
     def check_batches(self, batches: Sequence[tuple]) -> None:
         """Raise the ValueError :meth:`__call__` would raise for these batches (too few points for the
@@ -622,8 +640,10 @@ class PipelineSchedule:
                 (sum(p.sum() for p in self.params) * 0.0 * scale).backward()
         except BaseException:
             self._pending.clear()  # a peer may never receive them: waiting could hang
+            self._grad_sent = None
             raise
         self._finish_sends()
+        self._grad_sent = None
         if self.mesh is not None:
             self.mesh.broadcast(terms, src_index=self.last_index, axis="pp")
         return terms

@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import itertools
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -278,11 +279,15 @@ def state_bytes(stage, plan: Plan, dtype_bytes: int = 4) -> dict[str, float]:
 
 
 def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4,
-                unsharded: list | None = None) -> float:
+                unsharded: list | None = None, a_terms: Sequence[float] | None = None) -> float:
     """The largest rank's memory in MiB for ``plan``: per stage, parameters, gradients and Adam's two moments
-    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x (A / dp) x W x the share of
-    micro-batches in flight (GPipe: all; 1F1B: min(m, pp - stage) of m), W the stage's output features; a stage
-    after the first also holds the features it receives, one tensor of the training dtype a unit.
+    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x (A / dp) x W x the share of the
+    work in flight, W the stage's output features; a stage after the first also holds the features it receives, one
+    tensor of the training dtype a unit.
+
+    In flight: GPipe keeps every work item; 1F1B keeps pp - stage of them.  A work item is one loss term's
+    micro-batch (each term is its own pass), so with ``a_terms`` (each term's points x jet channels, summing to
+    A) the 1F1B share is that of the pp - stage largest items; without it, pp - stage whole micro-batches.
 
     Under recompute W is that of the stage before tensor-parallel sharding (``unsharded``, the same stages with tp
     = 1): what recompute keeps are the blocks' inputs, which tp replicates (benchmarks/planner_memory.py measured
@@ -292,8 +297,14 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
     coeff = coeffs.recompute if plan.recompute else coeffs.plain
     for k, stage in enumerate(stages):
         state = sum(state_bytes(stage, plan, dtype_bytes).values())
-        inflight = 1.0 if plan.pp == 1 or plan.schedule == "gpipe" else \
-            min(plan.microbatches, plan.pp - k) / plan.microbatches
+        inflight = 1.0
+        if plan.pp > 1 and plan.schedule == "1f1b":
+            m = plan.microbatches
+            if a_terms:
+                items = sorted((t / m for t in a_terms if t > 0 for _ in range(m)), reverse=True)
+                inflight = sum(items[: plan.pp - k]) / max(sum(a_terms), 1e-300)
+            else:
+                inflight = min(m, plan.pp - k) / m
         widths = (unsharded or stages)[k] if plan.recompute else stage
         received = _input_units(stage) * dtype_bytes if k > 0 else 0  # one tensor a unit, not a layer's c
         act = (coeff * _width_units(widths) * dtype_bytes / 4 + received) * (a_global / plan.dp) * inflight
@@ -536,7 +547,8 @@ def feasibility(problem, world: int, plans: list[Plan] | None = None, memory_mib
         if reason is None and coefficients is not None:
             if (1, plan.pp) not in splits:
                 splits[(1, plan.pp)] = _shards(model, 1, plan.pp)
-            mib = predict_mib(plan, splits[key], a_global, coefficients, dtype_bytes, splits[(1, plan.pp)])
+            mib = predict_mib(plan, splits[key], a_global, coefficients, dtype_bytes, splits[(1, plan.pp)],
+                              [n * k * points_scale for n, k in sizes.values()])
             if memory_mib is not None and mib > (1 - margin) * memory_mib:
                 reason = ("memory", f"{mib:.3g} MiB predicted on the largest rank, over {1 - margin:.0%} of "
                                     f"{memory_mib:.4g} MiB")

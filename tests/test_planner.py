@@ -148,6 +148,11 @@ def test_memory_terms_of_the_plan():
     p1, received = sum(q.numel() for q in two[1].parameters()) * 4, _input_units(two[1]) * 4  # float32
     assert f1b == pytest.approx(max(4 * p0 + 8.0 * a * w0 * 2 / 4,
                                     4 * p1 + (8.0 * _width_units(two[1]) + received) * a / 4), rel=1e-12)
+    # by work items (one loss term's micro-batch each): terms of 6000 and 4000 point-channels, 4 micro-batches; stage 0
+    # keeps the 2 largest items in flight (two of the first term's: 3000 of 10000), stage 1 the largest (1500)
+    f1b_items = predict_mib(Plan(1, 1, 2, 4, "1f1b"), two, a, co, a_terms=[6000, 4000]) * 2**20
+    assert f1b_items == pytest.approx(max(4 * p0 + 8.0 * a * w0 * 0.3,
+                                          4 * p1 + (8.0 * _width_units(two[1]) + received) * a * 0.15), rel=1e-12)
 
 
 def test_plan_command_with_a_memory_limit():
