@@ -137,6 +137,9 @@ def shutdown(clean: bool = True) -> None:
     :mod:`elecsolver.parallel.failure`).
     """
     watch = failure.current()
+    tp = sys.modules.get("elecsolver.parallel.tensor_parallel")
+    if tp is not None:  # the groups its all-reduce operator names
+        tp.GROUPS.clear()
     if not (dist.is_available() and dist.is_initialized()):
         if watch is not None:
             watch.close(clean)

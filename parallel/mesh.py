@@ -40,9 +40,13 @@ def _check_sizes(dp: int, tp: int, pp: int, world: int) -> None:
         if not isinstance(n, int) or n < 1:
             raise MeshError(f"--{name} must be a positive integer, got {n!r}")
     if dp * tp * pp != world:
-        raise MeshError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp}, but {world} rank{'s were' if world != 1 else ' was'} started; "
-                        f"choose sizes whose product is {world} (e.g. --tp {tp} --pp {pp} with "
-                        f"{tp * pp} x k ranks, or omit --dp to let it be ranks / (tp x pp))")
+        started = f"{world} rank{'s were' if world != 1 else ' was'} started"
+        if world % (tp * pp):
+            fix = (f"--tp {tp} --pp {pp} needs a multiple of {tp * pp} ranks: start {tp * pp} x k ranks, or choose --tp "
+                   f"and --pp whose product divides {world}")
+        else:
+            fix = f"omit --dp to let it be ranks / (tp x pp) = {world // (tp * pp)}"
+        raise MeshError(f"dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp}, but {started}; {fix}")
 
 
 @dataclass

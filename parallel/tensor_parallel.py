@@ -66,10 +66,11 @@ class _TPGroup:
     """The tp process group, held by reference: a copied module (``copy.deepcopy``) shares the group
     instead of trying to copy it (a ProcessGroup cannot be copied or pickled)."""
 
-    __slots__ = ("group", "rank", "size")
+    __slots__ = ("group", "key", "rank", "size")
 
     def __init__(self, group, size: int, rank: int):
         self.group, self.size, self.rank = group, int(size), int(rank)
+        self.key = None if group is None else _key(group)  # what the layers hand the all-reduce (see GROUPS)
 
     def __deepcopy__(self, memo):
         return self
@@ -78,11 +79,38 @@ class _TPGroup:
         return f"tp {self.rank}/{self.size}"
 
 
-def _all_reduce(t: torch.Tensor, group) -> torch.Tensor:
+# The all-reduce is an opaque custom operator that names its group by a key into this table: torch.compile keeps it
+# as one node of the compiled graph (no graph break) and calls it eagerly, instead of tracing the process group
+# into its own functional collectives, which kept the group's threads alive past shutdown.
+# elecsolver.parallel.data_parallel.shutdown clears the table.
+GROUPS: dict[str, object] = {}
+
+
+def _key(group) -> str:
+    """Register ``group`` in :data:`GROUPS` (outside any compiled code) and return its key."""
+    key = f"group-{id(group)}"
+    GROUPS[key] = group
+    return key
+
+
+@torch.library.custom_op("elecsolver::all_reduce_sum", mutates_args=())
+def _all_reduce_op(t: torch.Tensor, key: str) -> torch.Tensor:
     out = t.contiguous().clone()
-    if group is not None:
-        collectives.all_reduce(out, dist.ReduceOp.SUM, group)
+    collectives.all_reduce(out, dist.ReduceOp.SUM, GROUPS[key])
     return out
+
+
+@_all_reduce_op.register_fake
+def _(t, key):
+    return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
+def _all_reduce(t: torch.Tensor, group) -> torch.Tensor:
+    """Sum over ``group``: a key of :data:`GROUPS` (what the layers pass, so that compiled code holds a string, not a
+    process group), a process group, or None (one rank: a copy)."""
+    if group is None:
+        return t.contiguous().clone()
+    return _all_reduce_op(t, group if isinstance(group, str) else _key(group))
 
 
 class _CopyToTP(torch.autograd.Function):
@@ -119,8 +147,9 @@ def copy_to_tp(x: torch.Tensor, group) -> torch.Tensor:
     ----------
     x : torch.Tensor
         Any shape and floating dtype (for jets the whole ``[C, N, features]`` channel tensor: one collective).
-    group : ProcessGroup or None
-        The tp group (``mesh.group("tp")``); None (one rank) makes both directions the identity.
+    group : ProcessGroup, str or None
+        The tp group (``mesh.group("tp")``) or its key in :data:`GROUPS` (what the sharded layers pass); None (one
+        rank) makes both directions the identity.
 
     Returns
     -------
@@ -138,8 +167,8 @@ def reduce_from_tp(x: torch.Tensor, group) -> torch.Tensor:
     ----------
     x : torch.Tensor
         Any shape and floating dtype; every rank of ``group`` must call with the same shape and dtype.
-    group : ProcessGroup or None
-        The tp group; None (one rank) gives a copy of ``x``.
+    group : ProcessGroup, str or None
+        The tp group or its key in :data:`GROUPS`; None (one rank) gives a copy of ``x``.
 
     Returns
     -------
@@ -258,9 +287,9 @@ class ColumnParallelJetLinear(_TPLinearBase):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            ch = copy_to_tp(x.channels, self.tp.group)
+            ch = copy_to_tp(x.channels, self.tp.key)
             return x.like(_add_bias_value(torch.matmul(ch, self.weight.t()), self.bias))
-        return nn.functional.linear(copy_to_tp(x, self.tp.group), self.weight, self.bias)
+        return nn.functional.linear(copy_to_tp(x, self.tp.key), self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features} "
@@ -306,9 +335,9 @@ class RowParallelJetLinear(_TPLinearBase):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            out = reduce_from_tp(torch.matmul(x.channels, self.weight.t()), self.tp.group)
+            out = reduce_from_tp(torch.matmul(x.channels, self.weight.t()), self.tp.key)
             return x.like(_add_bias_value(out, self.bias))
-        out = reduce_from_tp(torch.matmul(x, self.weight.t()), self.tp.group)
+        out = reduce_from_tp(torch.matmul(x, self.weight.t()), self.tp.key)
         return out if self.bias is None else out + self.bias
 
     def extra_repr(self) -> str:
@@ -359,9 +388,9 @@ class ColumnParallelGroupedJetLinear(_TPLinearBase):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            out = self._matmul(copy_to_tp(x.channels, self.tp.group))     # [C, N, G, out/tp]
+            out = self._matmul(copy_to_tp(x.channels, self.tp.key))     # [C, N, G, out/tp]
             return x.like(_add_bias_value(out, self.bias).flatten(-2))
-        return (self._matmul(copy_to_tp(x, self.tp.group)) + self.bias).flatten(-2)
+        return (self._matmul(copy_to_tp(x, self.tp.key)) + self.bias).flatten(-2)
 
     def extra_repr(self) -> str:
         return (f"groups={self.groups}, in_features={self.in_features}, out_features={self.out_features} "
@@ -410,9 +439,9 @@ class RowParallelGroupedJetLinear(_TPLinearBase):
 
     def forward(self, x):
         if isinstance(x, Jet):
-            out = reduce_from_tp(self._matmul(x.channels), self.tp.group)  # [C, N, G, out]
+            out = reduce_from_tp(self._matmul(x.channels), self.tp.key)  # [C, N, G, out]
             return x.like(_add_bias_value(out, self.bias).flatten(-2))
-        return (reduce_from_tp(self._matmul(x), self.tp.group) + self.bias).flatten(-2)
+        return (reduce_from_tp(self._matmul(x), self.tp.key) + self.bias).flatten(-2)
 
     def extra_repr(self) -> str:
         return (f"groups={self.groups}, in_features={self.in_features} "

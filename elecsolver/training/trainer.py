@@ -179,8 +179,13 @@ class Trainer:
         self.history: list[dict] = []
         self._tb = None  # the TensorBoard writer (training.tensorboard), opened at the first logged step
         self.check_residuals()
-        if self.options.compile and forward_backward is None:  # a pipeline compiles its stage's parts at its first step
-            self._compile_now(self._terms_fn if not self.options.balance["every"] else plain)
+        if self.options.compile:
+            if forward_backward is None:
+                self._compile_now(self._terms_fn if not self.options.balance["every"] else plain)
+            else:  # a pipeline: one collective pass at scale 0 compiles every stage's parts (the gradients are zeroed)
+                self._compile_now(lambda batches: forward_backward(batches, 0.0))
+                for q in self.params:
+                    q.grad = None
 
     def _compile_now(self, compiled) -> None:
         """Compile the loss terms on this rank's points now, before anything is written, so that a problem whose
@@ -192,6 +197,8 @@ class Trainer:
         ConfigError
             If torch.compile fails (names training.compile and the way to run eager).
         """
+        t0 = time.perf_counter()
+        log.info("compiling the training step with torch.compile (a few seconds to minutes; training.compile)")
         try:
             compiled(self._batches_now())
         except torch._dynamo.exc.TorchDynamoException as exc:
@@ -199,6 +206,8 @@ class Trainer:
                          type(exc).__name__)
             raise ConfigError(f"training.compile: torch.compile cannot compile {self.problem.name}'s training step "
                               f"({first[:160]}); run eager with --set training.compile=false") from None
+        log.info("compiled the loss in %.1f s (its backward and the optimizer's update compile in the first step)",
+                 time.perf_counter() - t0)
 
     def _init_from(self, folder: str) -> None:
         """Start from the network of the finished run in ``folder`` (``training.init_from``); every rank reads the
