@@ -6,15 +6,20 @@ peak memory beside the measured ones, with the machine description they are pred
                                       [--json benchmarks/planner_time.json] [--write-machine FILE]
 
 1. ``elecsolver.parallel.calibration.measure_machine`` with ``--world`` processes (gloo, one thread each): the
-   collectives' alpha and beta from all-reduces of 1 KiB to 4 MiB, then each process measures the step rates while
-   the others do (:func:`~elecsolver.parallel.planner.calibrate_time`), and the activation coefficients;
-   ``--write-machine`` writes the description (the shipped ``cpu-2core`` is written so).
-2. For comparison, the same rates measured by one process alone (the calibration before).
-3. Every plan trains 2 warm-up steps and ``--steps`` timed steps; rank 0's median step is the plan's time; then one
+   collectives' alpha and beta from all-reduces of 1 KiB to 4 MiB and their wait after computing, then each process
+   measures the step rates while the others do (:func:`~elecsolver.parallel.planner.calibrate_time`), and the
+   activation coefficients.
+2. Every plan trains 2 warm-up steps and ``--steps`` timed steps; rank 0's median step is the plan's time; then one
    more step's peak allocation (``peak_allocated_mib``) plus the parameters and optimizer state it holds is each
-   rank's memory, the largest rank's the plan's. The launches are repeated ``--repeats`` times, the plans in the
-   same order within each; the median is reported.
-4. Rank correlation (Spearman) of predicted and measured time, the median absolute relative error, and how far the
+   rank's memory, the largest rank's the plan's. A launch first trains its first plan once untimed (a process's
+   first steps pay its own warm-up).
+3. Steps 1 and 2 are repeated ``--repeats`` times, interleaved (a calibration, a launch of every plan, a
+   calibration, ...), so that the calibration sees the host's load as the plans do; each launch starts a further
+   1 / ``--repeats`` of the way round the list of plans, so that no plan always runs first; the predictions use
+   the median of the calibrations' coefficients (``--write-machine`` writes that description: the shipped
+   ``cpu-2core`` is written so), the measured times and memory are the medians of the launches.
+4. For comparison, the same rates measured by one process alone.
+5. Rank correlation (Spearman) of predicted and measured time, the median absolute relative error, and how far the
    fastest predicted plan is from the fastest measured one; the memory's ratios.
 """
 
@@ -46,7 +51,7 @@ def _problem(name: str = "maxwell-point-source-2d", preset: str = "quick"):
     return cls(cfg)
 
 
-def worker(steps: int, world: int, name: str, preset: str) -> None:
+def worker(steps: int, world: int, name: str, preset: str, shift: int = 0) -> None:
     import torch
     from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
     from elecsolver.parallel.planner import time_steps
@@ -57,13 +62,17 @@ def worker(steps: int, world: int, name: str, preset: str) -> None:
 
     comm, info, dev = init_data_parallel("cpu")
     torch.set_num_threads(1)
-    for plan in _plans(world, name, preset):
+    plans = _plans(world, name, preset)
+    plans = plans[shift % len(plans):] + plans[:shift % len(plans)]
+    for k, plan in enumerate([plans[0]] + plans):  # the first, once more untimed: the process's own warm-up
         problem = _problem(name, preset)
         model, ctx = apply_parallelism(problem, comm, dev, plan)
         trainer = Trainer(problem, model, ctx, progress=False)
         trainer.batches()
         for _ in range(2):
             trainer.train_step()
+        if k == 0:
+            continue
         times = time_steps(trainer, steps)
         held = sum(p.numel() * p.element_size() for p in model.parameters())
         for state in trainer.optimizer.state.values():
@@ -73,10 +82,11 @@ def worker(steps: int, world: int, name: str, preset: str) -> None:
     shutdown()
 
 
-def _launch(steps: int, world: int, name: str, preset: str) -> dict[str, dict]:
-    """Per plan (its JSON): rank 0's median step (s) and the largest rank's memory (MiB), from one launch."""
+def _launch(steps: int, world: int, name: str, preset: str, shift: int = 0) -> dict[str, dict]:
+    """Per plan (its JSON): rank 0's median step (s) and the largest rank's memory (MiB), from one launch that
+    starts at plan ``shift`` of the list and goes round."""
     ranks = launch_ranks([sys.executable, __file__, "--worker", "--steps", str(steps), "--world", str(world),
-                          "--problem", name, "--preset", preset], world=world)
+                          "--problem", name, "--preset", preset, "--shift", str(shift)], world=world)
     out = {}
     for rows in ranks:
         for r in rows:
@@ -86,6 +96,22 @@ def _launch(steps: int, world: int, name: str, preset: str) -> dict[str, dict]:
                 cur["s"] = r["s"]
             cur["mib"] = max(cur["mib"], r["mib"])
     return out
+
+
+def _median_machine(machines: list):
+    """One description whose every measured number is the median of ``machines``' (the same host, measured in
+    turn)."""
+    import dataclasses
+
+    def med(objs):
+        first = objs[0]
+        return dataclasses.replace(first, **{f.name: statistics.median(getattr(o, f.name) for o in objs)
+                                             for f in dataclasses.fields(first)
+                                             if isinstance(getattr(first, f.name), float)})
+
+    link = med([m.intra_node for m in machines])
+    return dataclasses.replace(machines[0], compute=med([m.compute for m in machines]),
+                               activations=med([m.activations for m in machines]), intra_node=link, inter_node=link)
 
 
 def main(argv=None) -> int:
@@ -109,12 +135,16 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     problem = _problem(args.problem, args.preset)
-    machine = measure_machine(problem, args.world)
+    plans = _plans(args.world, args.problem, args.preset)
+    machines, runs = [], []
+    for k in range(args.repeats):
+        machines.append(measure_machine(problem, args.world))
+        print(f"# launch {k + 1} of {args.repeats}: {len(plans)} plans", flush=True)
+        runs.append(_launch(args.steps, args.world, args.problem, args.preset, k * len(plans) // args.repeats))
+    machine = _median_machine(machines)
     if args.write_machine:
         Path(args.write_machine).write_text(machine.to_toml())
     alone = calibrate_time(problem, machine.compute.alpha_s, machine.compute.beta_s_per_byte)
-    plans = _plans(args.world, args.problem, args.preset)
-    runs = [_launch(args.steps, args.world, args.problem, args.preset) for _ in range(args.repeats)]
     rows = []
     for plan in plans:
         full = Plan(**{**plan, "microbatches": plan["microbatches"] or 1})
@@ -143,7 +173,10 @@ def main(argv=None) -> int:
               "world": args.world,
               "machine": f"{os.cpu_count()} CPU cores, {args.world} ranks, gloo, one thread each", "repeats": args.repeats,
               "steps": args.steps,
-              "collectives": {"alpha_s": c.alpha_s, "beta_s_per_byte": c.beta_s_per_byte},
+              "collectives": {"alpha_s": c.alpha_s, "beta_s_per_byte": c.beta_s_per_byte, "wait_s": c.wait_s},
+              "calibrations": [{"alpha_s": m.compute.alpha_s, "wait_s": m.compute.wait_s,
+                                "s_per_mac": m.compute.s_per_mac, "global_s": m.compute.global_s,
+                                "microbatch_s": m.compute.microbatch_s} for m in machines],
               "coefficients": {"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
                                "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor,
                                "measured": f"{args.world} processes at once"},
@@ -160,7 +193,7 @@ def main(argv=None) -> int:
               "choice_over_best": order_p[0]["measured_s"] / order_m[0]["measured_s"],
               "worst_memory_error": max(abs(r["memory_ratio"] - 1) for r in rows)}
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    print(f"alpha {c.alpha_s * 1e6:.1f} us, beta {c.beta_s_per_byte * 1e9:.3f} ns/B; Spearman {rho:.3f} (one-process "
+    print(f"alpha {c.alpha_s * 1e6:.1f} us, wait {c.wait_s * 1e6:.0f} us, beta {c.beta_s_per_byte * 1e9:.3f} ns/B; Spearman {rho:.3f} (one-process "
           f"calibration {rho_alone:.3f}); median |error| {result['median_abs_error']:.1%} "
           f"({result['median_abs_error_one_process']:.1%}); the fastest predicted, {order_p[0]['plan']}, measures "
           f"{result['choice_over_best']:.3f}x the fastest measured, {order_m[0]['plan']}; worst memory error "
@@ -173,6 +206,6 @@ if __name__ == "__main__":
         def arg(name):
             return sys.argv[sys.argv.index(name) + 1]
 
-        worker(int(arg("--steps")), int(arg("--world")), arg("--problem"), arg("--preset"))
+        worker(int(arg("--steps")), int(arg("--world")), arg("--problem"), arg("--preset"), int(arg("--shift")))
     else:
         sys.exit(main())

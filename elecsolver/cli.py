@@ -42,7 +42,8 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="configuration file (TOML; 'elecsolver config PROBLEM' prints one): any configuration key, "
                         "preset = \"...\" and a [parallel] section; --set and the flags below override it")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="change a configuration entry by dotted key; VALUE is a JSON literal")
+                   help="change a configuration entry by dotted key; VALUE is a JSON literal (a bare word is a "
+                        "string: --set network.kind=mlp)")
     r.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     r.add_argument("--stop-after", type=int, metavar="STEP",
                    help="train only up to this step, checkpoint and exit (continue later with --resume)")
@@ -90,7 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--preset", help="the preset to resolve (default: the problem's default)")
     c.add_argument("--config", metavar="FILE.toml", help="a configuration file applied on top of the preset")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="change a configuration entry by dotted key; VALUE is a JSON literal")
+                   help="change a configuration entry by dotted key; VALUE is a JSON literal (a bare word is a "
+                        "string: --set network.kind=mlp)")
     pl = sub.add_parser("plan", help="list the parallel plans a problem can run on N ranks, and why the others "
                         "cannot (docs/parallel.md)")
     pl.add_argument("problem", help="a registered name, file.py[:Class] or package.module:Class")
@@ -98,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--preset", help="the preset to plan for (default: the problem's default)")
     pl.add_argument("--config", metavar="FILE.toml", help="a configuration file applied on top of the preset")
     pl.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="change a configuration entry by dotted key; VALUE is a JSON literal")
+                    help="change a configuration entry by dotted key; VALUE is a JSON literal (a bare word is a "
+                         "string: --set network.kind=mlp)")
     pl.add_argument("--memory-per-rank", metavar="SIZE", help="memory of one rank, e.g. 4GiB or 512MiB: measure this "
                     "problem's activation coefficients (two short steps here) and reject plans predicted above 80 %% "
                     "of it")

@@ -2,9 +2,10 @@
 
 A problem's configuration is plain data (numbers, booleans, strings, lists, nested dicts), so it
 can be written as JSON into every output file and compared on resume.  ``--set KEY=VALUE`` on the
-command line changes one entry; the value is parsed as a JSON literal and must have the type of
-the entry it replaces (an int is accepted where a float is expected; an entry that is null by default, an
-option that is off, takes any JSON value but a section, checked by the block that reads it).
+command line changes one entry; the value is parsed as a JSON literal (a bare word that is not JSON is a
+string) and must have the type of the entry it replaces (an int is accepted where a float is expected; an
+entry that is null by default, an option that is off, takes any JSON value but a section, checked by the
+block that reads it).
 """
 
 from __future__ import annotations

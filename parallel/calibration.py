@@ -4,13 +4,18 @@ The ranks of a run share the machine, so its rates are measured with as many pro
 started here on this host, all measuring at once (one thread each unless the cores go round):
 
 1. the processes join a gloo group and all-reduce float32 tensors of 1 KiB to 4 MiB, 20 times each after two
-   warm-ups; the medians fit ``alpha + beta b`` (Hockney) by least squares;
+   warm-ups and a barrier; the medians' least-squares slope is ``beta`` (Hockney's ``alpha + beta b``) and the
+   smallest message's median less its bytes' share is ``alpha`` (the fit's intercept is swamped by the noise of
+   the largest messages on a loaded host); then they all-reduce 1 KiB 40 more times, each right after computing
+   for 8, 16 or 32 ms (matrix products, no barrier), as a training step's collectives follow its compute: the
+   median's excess over the barrier-synchronised one is the link's ``wait_s`` (the time to wake a rank that went
+   to sleep in the wait);
 2. each then measures the step-time model's rates on its own (:func:`~elecsolver.parallel.planner.calibrate_time`),
    while the others do the same; the medians over the processes are kept;
 3. this process measures the activation coefficients (:func:`~elecsolver.parallel.planner.calibrate`).
 
-The description has one node of that many ranks and the host's memory shared among them
-(:class:`~elecsolver.parallel.machine.Machine`).
+The description has one node of that many ranks, the cores this process may run on, and the host's memory shared
+among them (:class:`~elecsolver.parallel.machine.Machine`).
 """
 
 from __future__ import annotations
@@ -72,6 +77,26 @@ def host_memory_mib() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
 
 
+def _after_compute_s(samples: int = 40) -> float:
+    """Median seconds of a 1 KiB all-reduce entered right after computing for 8, 16 or 32 ms (in turn: the compute
+    between a training step's collectives, from a tensor-parallel layer's to a whole data-parallel step's), with no
+    barrier before it: the latency those collectives see."""
+    import torch
+    import torch.distributed as dist
+
+    a = torch.randn(64, 64)
+    t = torch.ones(SIZES[0])
+    times = []
+    for i in range(samples + 2):
+        until = time.perf_counter() + (8, 16, 32)[i % 3] * 1e-3
+        while time.perf_counter() < until:
+            a @ a
+        t0 = time.perf_counter()
+        dist.all_reduce(t)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[2:])
+
+
 def _worker(spec: str, config_path: str, steps: int) -> None:
     import torch
     import torch.distributed as dist
@@ -93,6 +118,7 @@ def _worker(spec: str, config_path: str, steps: int) -> None:
             dist.all_reduce(t)
             times.append(time.perf_counter() - t0)
         print(json.dumps({"bytes": 4 * n, "s": statistics.median(times[2:])}), flush=True)
+    print(json.dumps({"after_compute_s": _after_compute_s()}), flush=True)
     dist.barrier()
     c = calibrate_time(problem, 0.0, 0.0, steps)  # every rank at once: the rates under a full machine
     print(json.dumps({"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
@@ -132,25 +158,29 @@ def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 1
         progress(f"# calibrating with {ranks} processes on this host: collectives, then step rates")
         rows = spawn_local([sys.executable, "-m", "elecsolver.parallel.calibration", "--worker", spec, str(cfg),
                             str(steps)], ranks)
-    coll = [r for r in rows[0] if "bytes" in r]
-    b = np.array([r["bytes"] for r in coll], dtype=float)
-    t = np.array([r["s"] for r in coll])
-    beta, alpha = np.polyfit(b, t, 1)
-    alpha = max(float(alpha), float(t.min()) / 2)
+    coll = [[r for r in rank_rows if "bytes" in r] for rank_rows in rows]
+    b = np.array([r["bytes"] for r in coll[0]], dtype=float)
+    t = np.array([statistics.median(c[i]["s"] for c in coll) for i in range(len(b))])  # the median rank's
+    beta = max(float(np.polyfit(b, t, 1)[0]), 1e-15)
+    alpha = max(float(t[0]) - beta * float(b[0]), float(t[0]) / 2)  # the smallest message: latency, not the fit's
+    after = statistics.median(next(r["after_compute_s"] for r in rank_rows if "after_compute_s" in r)
+                              for rank_rows in rows)
+    wait = max(0.0, after - float(t[0]))
     rates = [next(r for r in rank_rows if "s_per_mac" in r) for rank_rows in rows]
     med = {k: statistics.median(r[k] for r in rates) for k in rates[0]}
-    compute = TimeCoefficients(alpha_s=alpha, beta_s_per_byte=max(float(beta), 1e-15),
+    compute = TimeCoefficients(alpha_s=alpha, beta_s_per_byte=beta, wait_s=wait,
                                measured_on=f"{problem.name}, {ranks} processes at once", **med)
     progress("# calibrating the activation memory on this process")
     total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
     activations = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
-    link = Link(compute.alpha_s, compute.beta_s_per_byte)
+    link = Link(compute.alpha_s, compute.beta_s_per_byte, compute.wait_s)
     import platform
 
     return Machine(name=f"{platform.node() or 'this host'}: {os.cpu_count()} CPU cores, {ranks} ranks, gloo",
                    measured=True, source=f"elecsolver plan --calibrate on {problem.name}, {time.strftime('%Y-%m-%d')}",
                    ranks_per_node=ranks, nodes=1, memory_per_rank_mib=host_memory_mib() / ranks, compute=compute,
-                   activations=activations, intra_node=link, inter_node=link)
+                   activations=activations, intra_node=link, inter_node=link,
+                   cores_per_node=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
 
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--worker":

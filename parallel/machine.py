@@ -3,7 +3,11 @@
 A description gives the ranks per node and the nodes, the memory of one rank, the rates of the step-time model
 (:class:`~elecsolver.parallel.planner.TimeCoefficients`), the activation coefficients of the memory model
 (:class:`~elecsolver.parallel.planner.MemoryCoefficients`) and two links, each ``alpha_s + beta_s_per_byte x bytes``
-a message (Hockney, Parallel Computing 20, 1994): one inside a node and one between nodes. A collective whose group
+a message (Hockney, Parallel Computing 20, 1994): one inside a node and one between nodes. A link may add
+``wait_s`` to each collective a rank blocks on right after computing (dp's and tp's all-reduces): the time to
+wake a rank that went to sleep in the wait, which a barrier-synchronised latency measurement does not see (on the
+reference CPU host it is a few milliseconds, about one scheduler tick; a GPU's NCCL spins, so the shipped GPU
+descriptions leave it 0). A collective whose group
 spans more than one node is priced at the link between nodes (its slowest hop; a ring all-reduce moves every byte
 over it).
 
@@ -23,6 +27,7 @@ File format::
     source = "where each number comes from"
     ranks_per_node = 8
     nodes = 1
+    cores_per_node = 8                     # optional: fewer than ranks_per_node is an oversubscribed host
     memory_per_rank = "80GB"               # a size: B, KiB, MiB, GiB, KB, MB, GB ...
 
     [compute]                              # planner.TimeCoefficients
@@ -39,6 +44,7 @@ File format::
     [intra_node]
     alpha_s = 1.0e-5
     beta_s_per_byte = 2.2e-12
+    wait_s = 0.0                           # optional (default 0)
 
     [inter_node]                           # may be left out when nodes = 1
     alpha_s = 2.0e-5
@@ -87,14 +93,17 @@ def parse_size_mib(text: str, what: str = "a size") -> float:
 
 @dataclass(frozen=True)
 class Link:
-    """One message of b bytes costs ``alpha_s + beta_s_per_byte b`` seconds (Hockney's model)."""
+    """One message of b bytes costs ``alpha_s + beta_s_per_byte b`` seconds (Hockney's model); a collective a rank
+    blocks on after computing costs ``wait_s`` more (the module's docstring)."""
 
     alpha_s: float
     beta_s_per_byte: float
+    wait_s: float = 0.0
 
-    def seconds(self, nbytes: float, messages: int = 1) -> float:
-        """Seconds for ``messages`` messages carrying ``nbytes`` bytes in all (alpha each, beta a byte)."""
-        return messages * self.alpha_s + self.beta_s_per_byte * nbytes
+    def seconds(self, nbytes: float, messages: int = 1, waits: int = 0) -> float:
+        """Seconds for ``messages`` messages carrying ``nbytes`` bytes in all (alpha each, beta a byte), ``waits`` of
+        which a rank blocks on after computing (``wait_s`` each)."""
+        return messages * self.alpha_s + waits * self.wait_s + self.beta_s_per_byte * nbytes
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,9 @@ class Machine:
         The time model's rates; its ``alpha_s`` and ``beta_s_per_byte`` are the link inside a node.
     activations : MemoryCoefficients
     intra_node, inter_node : Link
+    cores_per_node : int or None
+        The cores (devices) a node's ranks share; None: one each. Fewer than ``ranks_per_node`` is an
+        oversubscribed host, whose rates were measured with every rank busy (:attr:`oversubscription`).
     """
 
     name: str
@@ -127,6 +139,13 @@ class Machine:
     activations: MemoryCoefficients
     intra_node: Link
     inter_node: Link
+    cores_per_node: int | None = None
+
+    @property
+    def oversubscription(self) -> float:
+        """Ranks per core of a node, at least 1: how much slower each measured time is than a rank's with a core to
+        itself (:func:`~elecsolver.parallel.planner.predict_step_s`)."""
+        return max(1.0, self.ranks_per_node / self.cores_per_node) if self.cores_per_node else 1.0
 
     @property
     def world(self) -> int:
@@ -162,22 +181,23 @@ class Machine:
         c = self.compute
         data = {"name": self.name, "measured": self.measured, "source": self.source,
                 "ranks_per_node": self.ranks_per_node, "nodes": self.nodes,
+                **({"cores_per_node": self.cores_per_node} if self.cores_per_node else {}),
                 "memory_per_rank": f"{self.memory_per_rank_mib:.6g}MiB",
                 "compute": {"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
                             "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor},
                 "activations": {"plain": self.activations.plain, "recompute": self.activations.recompute},
                 "intra_node": {"alpha_s": self.intra_node.alpha_s,
-                               "beta_s_per_byte": self.intra_node.beta_s_per_byte},
+                               "beta_s_per_byte": self.intra_node.beta_s_per_byte, "wait_s": self.intra_node.wait_s},
                 "inter_node": {"alpha_s": self.inter_node.alpha_s,
-                               "beta_s_per_byte": self.inter_node.beta_s_per_byte}}
+                               "beta_s_per_byte": self.inter_node.beta_s_per_byte, "wait_s": self.inter_node.wait_s}}
         return "# elecsolver machine description (docs/parallel.md, \"Machine descriptions\")\n\n" + tomli_w.dumps(data)
 
 
-_KEYS = {"": {"name", "measured", "source", "ranks_per_node", "nodes", "memory_per_rank", "compute", "activations",
-               "intra_node", "inter_node"},
+_KEYS = {"": {"name", "measured", "source", "ranks_per_node", "nodes", "cores_per_node", "memory_per_rank", "compute",
+               "activations", "intra_node", "inter_node"},
          "compute": {"s_per_mac", "s_per_point", "global_s", "microbatch_s", "recompute_factor"},
-         "activations": {"plain", "recompute"}, "intra_node": {"alpha_s", "beta_s_per_byte"},
-         "inter_node": {"alpha_s", "beta_s_per_byte"}}
+         "activations": {"plain", "recompute"}, "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
+         "inter_node": {"alpha_s", "beta_s_per_byte", "wait_s"}}
 
 
 def _check_keys(data: dict, where: str) -> None:
@@ -238,8 +258,10 @@ def load_machine(path) -> Machine:
         raise MachineError(str(exc).replace("--config", "--machine", 1)) from None
     where = str(p)
     _check_keys(data, where)
-    for key in ("ranks_per_node", "nodes"):
+    for key in ("ranks_per_node", "nodes", "cores_per_node"):
         if key not in data:
+            if key == "cores_per_node":
+                continue
             raise MachineError(f"{where}: needs {key} (a positive integer)")
         v = data.get(key)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -257,19 +279,21 @@ def load_machine(path) -> Machine:
     act = _section(data, "activations", where)
     intra = _section(data, "intra_node", where)
     inter = _section(data, "inter_node", where, required=data["nodes"] > 1) or intra
-    links = [Link(_number(s, f"{n}.alpha_s", where, positive=False), _number(s, f"{n}.beta_s_per_byte", where))
+    links = [Link(_number(s, f"{n}.alpha_s", where, positive=False), _number(s, f"{n}.beta_s_per_byte", where),
+                  _number(s, f"{n}.wait_s", where, positive=False) if "wait_s" in s else 0.0)
              for n, s in (("intra_node", intra), ("inter_node", inter))]
     compute = TimeCoefficients(
         s_per_mac=_number(comp, "compute.s_per_mac", where), global_s=_number(comp, "compute.global_s", where, False),
         microbatch_s=_number(comp, "compute.microbatch_s", where, False),
         recompute_factor=_number(comp, "compute.recompute_factor", where), alpha_s=links[0].alpha_s,
-        beta_s_per_byte=links[0].beta_s_per_byte, measured_on=str(data.get("name", p.stem)),
+        beta_s_per_byte=links[0].beta_s_per_byte, wait_s=links[0].wait_s, measured_on=str(data.get("name", p.stem)),
         s_per_point=_number(comp, "compute.s_per_point", where, False) if "s_per_point" in comp else 0.0)
     activations = MemoryCoefficients(_number(act, "activations.plain", where),
                                      _number(act, "activations.recompute", where), str(data.get("name", p.stem)))
     return Machine(name=str(data.get("name", p.stem)), measured=data["measured"], source=str(data.get("source", "")),
                    ranks_per_node=data["ranks_per_node"], nodes=data["nodes"], memory_per_rank_mib=memory,
-                   compute=compute, activations=activations, intra_node=links[0], inter_node=links[1])
+                   compute=compute, activations=activations, intra_node=links[0], inter_node=links[1],
+                   cores_per_node=data.get("cores_per_node"))
 
 
 def shipped() -> list[str]:

@@ -168,6 +168,13 @@ def _width_units(module) -> int:
                if name.endswith("weight") and w.dim() >= 2)
 
 
+def _block_units(module) -> int:
+    """The output features of the rank's widest weight layer (a grouped layer [G, out, in] counts G out): the
+    activation columns, per point and jet channel, of the largest recompute block (a layer and its activation)."""
+    return max(int(w.numel() // w.shape[-1]) for name, w in module.named_parameters()
+               if name.endswith("weight") and w.dim() >= 2)
+
+
 def _input_units(stage) -> int:
     """The input features of a stage's first weight layer (a grouped layer [G, out, in] counts G in): what a
     pipeline stage after the first receives, per point and jet channel, and holds until its backward."""
@@ -289,12 +296,24 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
     micro-batch (each term is its own pass), so with ``a_terms`` (each term's points x jet channels, summing to
     A) the 1F1B share is that of the pp - stage largest items; without it, pp - stage whole micro-batches.
 
-    Under recompute W is that of the stage before tensor-parallel sharding (``unsharded``, the same stages with tp
-    = 1): what recompute keeps are the blocks' inputs, which tp replicates (benchmarks/planner_memory.py measured
-    tp = 2 with recompute at 0.69x of a prediction from the sharded widths). Mixed precision is modelled as fp32
-    (an upper bound on the value channel)."""
+    Under recompute a stage holds two things. What recompute keeps of every work item in flight, the blocks'
+    inputs: W is then that of the stage before tensor-parallel sharding (``unsharded``, the same stages with tp
+    = 1), since tp replicates them (benchmarks/planner_memory.py measured tp = 2 with recompute at 0.69x of a
+    prediction from the sharded widths). And, during a block's backward, that block's activations recomputed for one
+    work item: ``plain`` x the largest block's output features (one weight layer's, a block being a layer and its
+    activation) x the largest work item's point-channels. The one-process ``recompute`` coefficient holds both (the
+    item there is a whole loss term); the kept part's coefficient is what is left of it after that block, so one
+    process is predicted as measured, and a pipeline's smaller items (1 / m of a term) recompute less. Mixed
+    precision is modelled as fp32 (an upper bound on the value channel)."""
     worst = 0.0
     coeff = coeffs.recompute if plan.recompute else coeffs.plain
+    m = plan.microbatches if plan.pp > 1 else 1
+    item = (max(a_terms) if a_terms else a_global) / m / plan.dp  # the largest work item's point-channels
+    if plan.recompute:
+        full = unsharded or stages
+        whole = max(a_terms) / max(sum(a_terms), 1e-300) if a_terms else 1.0
+        coeff = max(0.0, coeffs.recompute - coeffs.plain * whole * max(_block_units(s) for s in full)
+                    / max(sum(_width_units(s) for s in full), 1))
     for k, stage in enumerate(stages):
         state = sum(state_bytes(stage, plan, dtype_bytes).values())
         inflight = 1.0
@@ -308,6 +327,8 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
         widths = (unsharded or stages)[k] if plan.recompute else stage
         received = _input_units(stage) * dtype_bytes if k > 0 else 0  # one tensor a unit, not a layer's c
         act = (coeff * _width_units(widths) * dtype_bytes / 4 + received) * (a_global / plan.dp) * inflight
+        if plan.recompute:
+            act += coeffs.plain * _block_units(stage) * dtype_bytes / 4 * item
         worst = max(worst, (state + act) / 2**20)
     return worst
 
@@ -333,6 +354,9 @@ class TimeCoefficients:
         Seconds per point-channel of the work that does not scale with the weight layers (the inputs' scaling, the
         output heads, the residuals): data parallelism divides it, tensor parallelism repeats it on every rank, the
         last pipeline stage does it. 0 in a description that does not give it.
+    wait_s : float
+        What a collective a rank blocks on right after computing costs beyond ``alpha_s``
+        (:class:`~elecsolver.parallel.machine.Link`); 0 in a description that does not give it.
     """
 
     s_per_mac: float
@@ -343,6 +367,7 @@ class TimeCoefficients:
     beta_s_per_byte: float
     measured_on: str = ""
     s_per_point: float = 0.0
+    wait_s: float = 0.0
 
 
 def _macs(module) -> int:
@@ -350,16 +375,18 @@ def _macs(module) -> int:
     return sum(int(w.numel()) for name, w in module.named_parameters() if name.endswith("weight") and w.dim() >= 2)
 
 
-def _tp_widths(module) -> list[int]:
+def _tp_widths(module, recompute: bool = False) -> list[int]:
     """The widths of the all-reduces a tp-sharded stage does per micro-batch: a row-parallel layer's output
-    (forward) and a column-parallel layer's input (its gradient, backward)."""
+    (forward; twice with ``recompute``, whose backward runs the forward again) and a column-parallel layer's input
+    (its gradient, backward)."""
     from .tensor_parallel import sharded_modules
 
     out = []
     for m in sharded_modules(module).values():
         w = m.weight
         g = w.shape[0] if w.dim() == 3 else 1
-        out.append(int((w.shape[-2] if "Row" in type(m).__name__ else w.shape[-1]) * g))
+        row = "Row" in type(m).__name__
+        out += [int((w.shape[-2] if row else w.shape[-1]) * g)] * (2 if row and recompute else 1)
     return out
 
 
@@ -382,15 +409,24 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
     factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
-    (:func:`bubble_fraction`), each with its two point-to-point messages and the stage's share (by multiply-adds)
-    of the fixed cost of a micro-batch (its launches: the measured cost is that of the whole network); tensor
-    parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the activation); data
-    parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
-    messages) and one of the loss terms; plus the part every rank pays.
+    (:func:`bubble_fraction`), each with its two point-to-point messages and the fixed cost of a micro-batch
+    (``microbatch_s``, on every stage: a pass's set-up, its autograd graph and the schedule's bookkeeping do not
+    shrink with the stage's layers; recompute runs the forward's share of it again, so the recompute factor scales
+    it too); tensor parallel: an all-reduce per sharded layer and micro-batch
+    (:func:`all_reduce_bytes` of the activation), a row-parallel layer's twice under recompute (the recomputed
+    forward all-reduces again); data parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same
+    volume in two messages) and one of the loss terms; plus the part every rank pays. Each all-reduce of tp and dp
+    is one a rank blocks on after computing (the link's ``wait_s``); a pipeline's receives are posted ahead, and
+    what a stage waits for there is the schedule's dependency, which the slots count.
 
     ``machine`` (:class:`~elecsolver.parallel.machine.Machine`): each axis's messages are priced at the link its
     groups use (between nodes when a group spans two); without it every message is priced at ``coeffs``'
-    alpha and beta.
+    alpha and beta. A machine with fewer cores than ranks on a node (``cores_per_node``, an oversubscribed CPU host)
+    was measured with every rank busy, each at ``cores / ranks`` of a core: a rank that has a core to itself runs
+    every measured time ``s = ranks / cores`` times faster, and the step is the larger of its span (the above at the
+    rates divided by s) and its work (every rank's busy time, summed, over the node's cores): the work-span bound
+    (Blumofe and Leiserson, J. ACM 46, 1999; Brent, J. ACM 21, 1974). A pipeline's idle stages and a rank waiting
+    in a collective leave their cores to the others.
 
     ``terms``: the loss terms with points. Each is its own pass through the network (its jet carries its own
     derivatives), so tp's all-reduces and a pipeline's sends and receives are ``terms`` messages per layer and
@@ -399,74 +435,94 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
 
     m = plan.microbatches if plan.pp > 1 else 1
     a_rank = a_global / plan.dp
-    here = Link(coeffs.alpha_s, coeffs.beta_s_per_byte)
+    here = Link(coeffs.alpha_s, coeffs.beta_s_per_byte, coeffs.wait_s)
     links = machine.axis_links(plan.dp, plan.tp, plan.pp) if machine is not None else \
         {"dp": here, "tp": here, "pp": here}
-    slots = []
-    total_macs = sum(_macs(st) for st in stages)
+    share = machine.oversubscription if machine is not None else 1.0
+    if share > 1:
+        coeffs = replace(coeffs, s_per_mac=coeffs.s_per_mac / share, s_per_point=coeffs.s_per_point / share,
+                         global_s=coeffs.global_s / share, microbatch_s=coeffs.microbatch_s / share)
+        links = {axis: Link(ln.alpha_s / share, ln.beta_s_per_byte / share, ln.wait_s / share)
+                 for axis, ln in links.items()}
+    slots, busy = [], []
     for k, stage in enumerate(stages):
         compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
+        if plan.pp > 1:
+            compute += coeffs.microbatch_s  # a pass's fixed cost, on every stage
         if plan.recompute:
             compute *= coeffs.recompute_factor
         if k == len(stages) - 1:
             compute += coeffs.s_per_point * a_rank / m
         comm = 0.0
         if plan.tp > 1:
-            for width in _tp_widths(stage):
+            for width in _tp_widths(stage, plan.recompute):
                 comm += links["tp"].seconds(all_reduce_bytes(width * (a_rank / m) * dtype_bytes, plan.tp),
-                                            messages=terms)
+                                            messages=terms, waits=terms)
         if plan.pp > 1:
             boundary = _input_units(stages[k + 1]) if k + 1 < len(stages) else 0
             if boundary:
                 comm += links["pp"].seconds(2 * boundary * (a_rank / m) * dtype_bytes, messages=2 * terms)
-            comm += coeffs.microbatch_s * _macs(stage) / total_macs  # the launches of the stage's share of layers
         slots.append(compute + comm)
+        busy.append(m * compute)
     # a pipeline's m busy slots are 1 - bubble of its m + pp - 1
     step = m * max(slots) / (1 - bubble_fraction(plan.pp, m)) if plan.pp > 1 else slots[0]
     if plan.dp > 1:
         grads = max(sum(p.numel() for p in st.parameters()) for st in stages) * dtype_bytes
-        step += links["dp"].seconds(all_reduce_bytes(grads, plan.dp), messages=2 if plan.zero else 1)
-        step += links["dp"].seconds(0.0)  # the loss terms, a few numbers
-    return step + coeffs.global_s
+        step += links["dp"].seconds(all_reduce_bytes(grads, plan.dp), messages=2 if plan.zero else 1,
+                                    waits=2 if plan.zero else 1)
+        step += links["dp"].seconds(0.0, waits=1)  # the loss terms, a few numbers
+    step += coeffs.global_s
+    if share > 1:  # the work of every rank (dp x tp of each stage) over the cores
+        ranks = plan.dp * plan.tp * plan.pp
+        work = plan.dp * plan.tp * sum(busy) + ranks * coeffs.global_s
+        step = max(step, work / (machine.cores_per_node * machine.nodes))
+    return step
 
 
-def _median_step_s(problem, steps: int, recompute: bool = False, world: int = 1) -> float:
-    """Median seconds of ``steps`` training steps on this process; ``world`` > 1 trains rank 0's shard of a
-    data-parallel run whose collectives are left out (the identity)."""
+def _median_steps_s(cases: list[tuple], steps: int) -> list[float]:
+    """Median seconds of ``steps`` training steps of each case ``(problem, recompute, world)`` on this process,
+    the cases' steps taken in turn (one step of each, then the next round), so that a change in the host's load
+    falls on all of them alike. ``world`` > 1 trains rank 0's shard of a data-parallel run whose collectives are
+    left out (the identity)."""
     import statistics
 
     from elecsolver.training.context import RunContext
 
-    trainer = warm_trainer(problem, recompute, RunContext(rank=0, world=world, solo=True))
-    return statistics.median(time_steps(trainer, steps))
+    trainers = [warm_trainer(p, recompute, RunContext(rank=0, world=world, solo=True)) for p, recompute, world in cases]
+    times = [[] for _ in trainers]
+    for _ in range(steps):
+        for trainer, t in zip(trainers, times):
+            t.extend(time_steps(trainer, 1))
+    return [statistics.median(t) for t in times]
 
 
 def calibrate_time(problem, alpha_s: float, beta_s_per_byte: float, steps: int = 15) -> TimeCoefficients:
-    """Measure the time model's rates on this process from five medians of ``steps`` steps: the configuration as
-    it is (t1), rank 0's half of it under dp = 2 without the collectives (t2: the local work L = 2 (t1 - t2) halves,
-    the rest does not), the network at half its width (t3: the weight layers' work shrinks by their multiply-adds'
-    ratio r, the per-point work does not: it is L - (t1 - t3) / (1 - r)), with ``training.accumulate`` = 4 (three
-    further micro-batches) and with recompute. A network without a ``network.width`` entry of at least 4 gets
-    ``s_per_point = 0`` (all local work counted as the weight layers'). The collectives' ``alpha_s`` and
-    ``beta_s_per_byte`` come from the machine (:func:`elecsolver.parallel.calibration.measure_machine` measures
-    them)."""
+    """Measure the time model's rates on this process from five medians of ``steps`` steps, taken in turn
+    (:func:`_median_steps_s`): the configuration as it is (t1), rank 0's half of it under dp = 2 without the
+    collectives (t2: the local work L = 2 (t1 - t2) halves, the rest does not), the network at half its width (t3:
+    the weight layers' work shrinks by their multiply-adds' ratio r, the per-point work does not: it is
+    L - (t1 - t3) / (1 - r)), with ``training.accumulate`` = 4 (three further micro-batches) and with recompute. A
+    network without a ``network.width`` entry of at least 4 gets ``s_per_point = 0`` (all local work counted as the
+    weight layers'). The collectives' ``alpha_s`` and ``beta_s_per_byte`` come from the machine
+    (:func:`elecsolver.parallel.calibration.measure_machine` measures them)."""
     from elecsolver.config import merge
     from elecsolver.training.trainer import build_model
 
-    t1 = _median_step_s(problem, steps)
-    t2 = _median_step_s(problem, steps, world=2)
-    t_acc = _median_step_s(type(problem)(merge(problem.config, {"training": {"accumulate": 4}})), steps)
-    t_rc = _median_step_s(problem, steps, recompute=True)
+    cases = [(problem, False, 1), (problem, False, 2),
+             (type(problem)(merge(problem.config, {"training": {"accumulate": 4}})), False, 1), (problem, True, 1)]
+    width = problem.config.get("network", {}).get("width")
+    halved = isinstance(width, int) and not isinstance(width, bool) and width >= 4
+    if halved:
+        half = type(problem)(merge(problem.config, {"network": {"width": width // 2}}))
+        cases.append((half, False, 1))
+    t1, t2, t_acc, t_rc, *t3 = _median_steps_s(cases, steps)
     local = max(2 * (t1 - t2), 1e-9)
     model = build_model(problem, torch.device("cpu"))
     macs, a = _macs(model), point_channels(problem)
     weights = local
-    width = problem.config.get("network", {}).get("width")
-    if isinstance(width, int) and not isinstance(width, bool) and width >= 4:
-        half = type(problem)(merge(problem.config, {"network": {"width": width // 2}}))
+    if halved:
         ratio = _macs(build_model(half, torch.device("cpu"))) / macs
-        t3 = _median_step_s(half, steps)
-        weights = min(local, max(0.0, (t1 - t3) / (1 - ratio)))
+        weights = min(local, max(0.0, (t1 - t3[0]) / (1 - ratio)))
     return TimeCoefficients(s_per_mac=max(weights, 1e-12) / (macs * a), global_s=max(0.0, t1 - local),
                             microbatch_s=max(0.0, (t_acc - t1) / 3),
                             recompute_factor=max(1.0, 1 + (t_rc - t1) / max(weights, 1e-12)), alpha_s=alpha_s,

@@ -78,6 +78,36 @@ def test_topology_places_tp_inside_a_node_and_prices_groups_that_span_nodes():
     assert groups["dp"][0] == [0, 2]
 
 
+def test_an_oversubscribed_host_takes_the_larger_of_span_and_work():
+    """4 ranks on 2 cores, measured with all 4 busy (every time 2x a rank's with a core to itself): the step is
+    max(span at the halved times, the ranks' summed busy time over 2 cores). Data parallel keeps every rank busy, so
+    its work bound is the measured-rate prediction; a 4-stage pipeline idles in its bubble and the work bound wins
+    over its span."""
+    from elecsolver.parallel.machine import Link
+    from elecsolver.parallel.planner import TimeCoefficients, _macs, _shards
+
+    from elecsolver.training.trainer import build_model
+
+    model = build_model(_problem(), torch.device("cpu"))
+    co = TimeCoefficients(s_per_mac=1e-9, global_s=0.01, microbatch_s=0.002, recompute_factor=1.5, alpha_s=0.0,
+                          beta_s_per_byte=0.0)
+    free = _machine(compute=co, ranks_per_node=4, nodes=1, intra_node=Link(0.0, 0.0), inter_node=Link(0.0, 0.0))
+    busy = dataclasses.replace(free, cores_per_node=2)
+    assert free.oversubscription == 1.0 and busy.oversubscription == 2.0
+    a = 10_000
+    one = _shards(model, 1, 1)
+    t_free = predict_step_s(Plan(4), one, a, co, 4, free)
+    assert t_free == pytest.approx(0.01 + 1e-9 * _macs(model) * a / 4, rel=1e-12)
+    # span t_free / 2; work: 4 ranks x t_free / 2 over 2 cores = t_free
+    assert predict_step_s(Plan(4), one, a, co, 4, busy) == pytest.approx(t_free, rel=1e-12)
+    four = _shards(model, 1, 4)
+    slots = [1e-9 * _macs(st) * a / 8 + 0.002 for st in four]
+    span = (0.01 + 11 * max(slots)) / 2  # 8 micro-batches + 3 bubble slots, at half the measured times
+    work = (8 * sum(slots) + 4 * 0.01) / 2 / 2
+    assert predict_step_s(Plan(1, 1, 4, 8), four, a, co, 4, busy) == pytest.approx(max(span, work), rel=1e-12)
+    assert predict_step_s(Plan(1, 1, 4, 8), four, a, co, 4, free) == pytest.approx(2 * span, rel=1e-12)
+
+
 def test_step_time_prices_the_dp_all_reduce_on_the_link_it_crosses():
     problem = _problem()
     m = _machine(compute=dataclasses.replace(load_machine("h100-8x-nvlink").compute, global_s=0.0))
@@ -220,15 +250,17 @@ def test_plan_command_ranks_on_a_machine():
 
 
 def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch):
-    """measure_machine with the processes faked: alpha and beta are the line through the all-reduce medians, each
-    rate the median over the processes."""
+    """measure_machine with the processes faked: beta is the slope through the all-reduce medians, alpha the
+    smallest message's latency, wait_s the median over the processes of the all-reduce after computing less the
+    barrier-synchronised one, each rate the median over the processes."""
     from elecsolver.parallel import calibration
 
     alpha, beta = 2e-4, 1e-9
     coll = [{"bytes": b, "s": alpha + beta * b} for b in (1024, 16384, 262144, 4194304)]
     rates = [{"s_per_mac": s, "s_per_point": 1e-7, "global_s": 0.003, "microbatch_s": 0.006, "recompute_factor": 1.5}
              for s in (1e-10, 3e-10, 2e-10)]
-    monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [coll + [r] for r in rates])
+    after = [{"after_compute_s": alpha + 1024 * beta + w} for w in (3e-3, 1e-3, 2e-3)]
+    monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [coll + [a, r] for a, r in zip(after, rates)])
     from elecsolver.parallel import planner
 
     monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 5.0))
@@ -236,6 +268,7 @@ def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch
     assert m.measured and m.ranks_per_node == 3 and m.nodes == 1
     assert m.intra_node.alpha_s == pytest.approx(alpha, rel=1e-6)
     assert m.intra_node.beta_s_per_byte == pytest.approx(beta, rel=1e-6)
+    assert m.intra_node.wait_s == m.compute.wait_s == pytest.approx(2e-3, rel=1e-9)
     assert m.compute.s_per_mac == 2e-10 and m.compute.recompute_factor == 1.5
     assert m.activations.plain == 8.0 and m.memory_per_rank_mib == pytest.approx(calibration.host_memory_mib() / 3)
     with pytest.raises(ValueError, match="at least 2 ranks"):

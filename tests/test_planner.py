@@ -168,8 +168,9 @@ def test_plan_command_with_a_memory_limit():
 
 def test_step_time_bookkeeping():
     """predict_step_s term by term: local compute divided by dp, the dp all-reduce (two messages with ZeRO),
-    recompute's factor, (m + pp - 1) micro-batch slots of the slowest stage with its messages and micro-batch cost,
-    one all-reduce per tp-sharded layer."""
+    recompute's factor, (m + pp - 1) micro-batch slots of the slowest stage with its messages and micro-batch cost
+    (the whole of it on every stage, scaled by recompute), one all-reduce per tp-sharded layer, and the wait of
+    every all-reduce a rank blocks on (tp's and dp's, not a pipeline's sends)."""
     import torch
     from elecsolver.parallel.planner import (
         TimeCoefficients,
@@ -195,8 +196,7 @@ def test_step_time_bookkeeping():
     assert dp2 == pytest.approx(0.01 + local / 2 + 1e-4 + 1e-9 * grads + 1e-4, rel=1e-12)  # + the loss terms
     assert predict_step_s(Plan(2, zero=True), one, a, co) == pytest.approx(dp2 + 1e-4, rel=1e-12)
     two = _shards(model, 1, 2)
-    total = sum(_macs(st) for st in two)  # each stage pays its share of a micro-batch's cost
-    slots = [1e-9 * _macs(st) * a / 4 + 0.002 * _macs(st) / total for st in two]
+    slots = [1e-9 * _macs(st) * a / 4 + 0.002 for st in two]  # each stage pays a micro-batch's fixed cost
     slots[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, co) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
     tp = _shards(model, 2, 1)
@@ -214,6 +214,23 @@ def test_step_time_bookkeeping():
     assert predict_step_s(Plan(2), one, a, pt) == pytest.approx(dp2 + 1e-6 * a / 2, rel=1e-12)
     slots[1] += 1e-6 * a / 4
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, pt) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
+    # recompute repeats a stage's forward, its share of the micro-batch's fixed cost included
+    rc = [1.5 * (1e-9 * _macs(st) * a / 4 + 0.002) for st in two]
+    rc[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
+    assert predict_step_s(Plan(1, 1, 2, 4, recompute=True), two, a, co) == pytest.approx(0.01 + 5 * max(rc), rel=1e-12)
+    # a wait of 1 ms on every blocking all-reduce: dp's two (the gradients, the loss terms; ZeRO's three), tp's
+    # one per sharded layer and loss term; none on a pipeline's sends
+    w = dataclasses.replace(co, wait_s=1e-3)
+    assert predict_step_s(Plan(2), one, a, w) == pytest.approx(dp2 + 2e-3, rel=1e-12)
+    assert predict_step_s(Plan(2, zero=True), one, a, w) == pytest.approx(dp2 + 1e-4 + 3e-3, rel=1e-12)
+    assert predict_step_s(Plan(1, 2), tp, a, w, terms=3) == pytest.approx(
+        expect + 2 * 1e-4 * len(widths) + 3e-3 * len(widths), rel=1e-12)
+    assert predict_step_s(Plan(1, 1, 2, 4), two, a, w) == predict_step_s(Plan(1, 1, 2, 4), two, a, co)
+    # under recompute the row-parallel layers' forward all-reduces run again in the backward
+    rows = _tp_widths(tp[0])[1::2]  # a sharded pair: the column layer's input, then the row layer's output
+    assert sorted(_tp_widths(tp[0], recompute=True)) == sorted(widths + rows)
+    assert predict_step_s(Plan(1, 2, recompute=True), tp, a, co) == pytest.approx(
+        0.01 + 1.5 * 1e-9 * _macs(tp[0]) * a + sum(1e-4 + 1e-9 * w * a * 4 for w in widths + rows), rel=1e-12)
 
 
 def test_time_calibration_recovers_the_rates(monkeypatch):
@@ -227,12 +244,12 @@ def test_time_calibration_recovers_the_rates(monkeypatch):
     a = planner.point_channels(p)
     s_mac, s_pt, g, mb, r = 3e-10, 2e-7, 0.004, 0.006, 1.4
 
-    def fake(problem, steps, recompute=False, world=1):  # the half-width network has its own multiply-adds
+    def fake(problem, recompute, world):  # the half-width network has its own multiply-adds
         macs = planner._macs(build_model(problem, torch.device("cpu")))
         local = s_mac * macs * a / world * (r if recompute else 1) + s_pt * a / world
         return g + local + (problem.training.accumulate - 1) * mb
 
-    monkeypatch.setattr(planner, "_median_step_s", fake)
+    monkeypatch.setattr(planner, "_median_steps_s", lambda cases, steps: [fake(*c) for c in cases])
     co = planner.calibrate_time(p, 1e-4, 1e-9)
     assert (co.s_per_mac, co.s_per_point, co.global_s, co.microbatch_s, co.recompute_factor) == pytest.approx(
         (s_mac, s_pt, g, mb, r), rel=1e-9)

@@ -478,13 +478,25 @@ def planner_tables() -> dict[str, str]:
         text = "\n".join(rows) + "\n"
         if "spearman" in t:
             c = t["collectives"]
-            text += (f"\nMeasured alpha {c['alpha_s'] * 1e6:.0f} us and beta {c['beta_s_per_byte'] * 1e9:.2f} ns/B "
-                     f"(gloo, 2 ranks), median of {t['repeats']} launches of {t['steps']} steps. Rank correlation "
+            wait = f", a wait after computing of {c['wait_s'] * 1e6:.0f} us" if "wait_s" in c else ""
+            cal = (f"; the medians of {len(t['calibrations'])} calibrations, each just before a launch"
+                   if "calibrations" in t else "")
+            text += (f"\nMeasured alpha {c['alpha_s'] * 1e6:.0f} us{wait} and beta {c['beta_s_per_byte'] * 1e9:.2f} "
+                     f"ns/B (gloo, 2 ranks{cal}), median of {t['repeats']} launches of {t['steps']} steps. Rank "
+                     f"correlation "
                      f"(Spearman) {t['spearman']:.2f}, median absolute error {t['median_abs_error']:.0%}, worst "
                      f"{t['worst_relative_error']:.0%}; with the rates measured by one process alone: "
                      f"{t['spearman_one_process']:.2f} and {t['median_abs_error_one_process']:.0%}. The fastest "
                      f"predicted plan, `{t['fastest_predicted']}`, measures {t['choice_over_best']:.2f}x the fastest "
-                     f"measured, `{t['fastest_measured']}`.\n")
+                     f"measured, `{t['fastest_measured']}`. The worst memory prediction is "
+                     f"{t['worst_memory_error']:.0%} off.\n")
+        for more in sorted((ROOT / "benchmarks").glob("planner_time_*.json")):
+            u = json.loads(more.read_text())
+            text += (f"\n{u['world']} ranks on {u['problem']} (`{u['preset']}`, {len(u['plans'])} fp32 plans, "
+                     f"{more.relative_to(ROOT)}): Spearman {u['spearman']:.2f}, median absolute error "
+                     f"{u['median_abs_error']:.0%}, worst {u['worst_relative_error']:.0%}; the fastest predicted, "
+                     f"`{u['fastest_predicted']}`, measures {u['choice_over_best']:.2f}x the fastest measured, "
+                     f"`{u['fastest_measured']}`; the worst memory prediction is {u['worst_memory_error']:.0%} off.\n")
         out["planner-time"] = text
     return out
 
