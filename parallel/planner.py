@@ -409,10 +409,9 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
     factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
-    (:func:`bubble_fraction`), each with its two point-to-point messages and the fixed cost of a micro-batch
-    (``microbatch_s``, on every stage: a pass's set-up, its autograd graph and the schedule's bookkeeping do not
-    shrink with the stage's layers; recompute runs the forward's share of it again, so the recompute factor scales
-    it too); tensor parallel: an all-reduce per sharded layer and micro-batch
+    (:func:`bubble_fraction`), each with its two point-to-point messages and the stage's share (by multiply-adds)
+    of the fixed cost of a micro-batch (``microbatch_s``, measured on the whole network; recompute runs the
+    forward's part of it again, so the recompute factor scales it too); tensor parallel: an all-reduce per sharded layer and micro-batch
     (:func:`all_reduce_bytes` of the activation), a row-parallel layer's twice under recompute (the recomputed
     forward all-reduces again); data parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same
     volume in two messages) and one of the loss terms; plus the part every rank pays. Each all-reduce of tp and dp
@@ -445,10 +444,11 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
         links = {axis: Link(ln.alpha_s / share, ln.beta_s_per_byte / share, ln.wait_s / share)
                  for axis, ln in links.items()}
     slots, busy = [], []
+    total_macs = sum(_macs(st) for st in stages)
     for k, stage in enumerate(stages):
         compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
-        if plan.pp > 1:
-            compute += coeffs.microbatch_s  # a pass's fixed cost, on every stage
+        if plan.pp > 1:  # the stage's share of a micro-batch's fixed cost
+            compute += coeffs.microbatch_s * _macs(stage) / total_macs
         if plan.recompute:
             compute *= coeffs.recompute_factor
         if k == len(stages) - 1:

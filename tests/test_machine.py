@@ -101,7 +101,8 @@ def test_an_oversubscribed_host_takes_the_larger_of_span_and_work():
     # span t_free / 2; work: 4 ranks x t_free / 2 over 2 cores = t_free
     assert predict_step_s(Plan(4), one, a, co, 4, busy) == pytest.approx(t_free, rel=1e-12)
     four = _shards(model, 1, 4)
-    slots = [1e-9 * _macs(st) * a / 8 + 0.002 for st in four]
+    total = sum(_macs(st) for st in four)
+    slots = [1e-9 * _macs(st) * a / 8 + 0.002 * _macs(st) / total for st in four]
     span = (0.01 + 11 * max(slots)) / 2  # 8 micro-batches + 3 bubble slots, at half the measured times
     work = (8 * sum(slots) + 4 * 0.01) / 2 / 2
     assert predict_step_s(Plan(1, 1, 4, 8), four, a, co, 4, busy) == pytest.approx(max(span, work), rel=1e-12)

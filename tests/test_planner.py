@@ -196,7 +196,8 @@ def test_step_time_bookkeeping():
     assert dp2 == pytest.approx(0.01 + local / 2 + 1e-4 + 1e-9 * grads + 1e-4, rel=1e-12)  # + the loss terms
     assert predict_step_s(Plan(2, zero=True), one, a, co) == pytest.approx(dp2 + 1e-4, rel=1e-12)
     two = _shards(model, 1, 2)
-    slots = [1e-9 * _macs(st) * a / 4 + 0.002 for st in two]  # each stage pays a micro-batch's fixed cost
+    total = sum(_macs(st) for st in two)  # each stage pays its share of a micro-batch's fixed cost
+    slots = [1e-9 * _macs(st) * a / 4 + 0.002 * _macs(st) / total for st in two]
     slots[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, co) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
     tp = _shards(model, 2, 1)
@@ -215,7 +216,7 @@ def test_step_time_bookkeeping():
     slots[1] += 1e-6 * a / 4
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, pt) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
     # recompute repeats a stage's forward, its share of the micro-batch's fixed cost included
-    rc = [1.5 * (1e-9 * _macs(st) * a / 4 + 0.002) for st in two]
+    rc = [1.5 * (1e-9 * _macs(st) * a / 4 + 0.002 * _macs(st) / total) for st in two]
     rc[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
     assert predict_step_s(Plan(1, 1, 2, 4, recompute=True), two, a, co) == pytest.approx(0.01 + 5 * max(rc), rel=1e-12)
     # a wait of 1 ms on every blocking all-reduce: dp's two (the gradients, the loss terms; ZeRO's three), tp's
