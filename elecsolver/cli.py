@@ -723,11 +723,14 @@ def _plan(args) -> int | None:
         if args.world_size < 2:
             raise UsageError("--calibrate measures collectives: give --world-size 2 or more")
         path = Path(args.machine or "machine.toml")
+        if not path.parent.is_dir() or path.is_dir() or not os.access(path.parent, os.W_OK):
+            raise UsageError(f"--machine {path}: cannot write the calibrated description there; give a file in a "
+                             "folder that exists and is writable")
         machine = measure_machine(problem, args.world_size, spec=args.problem)
         write_text(path, machine.to_toml())
-        print(f"# wrote {path}: alpha {machine.intra_node.alpha_s * 1e6:.0f} us, beta "
-              f"{machine.intra_node.beta_s_per_byte * 1e9:.3g} ns/B, {machine.compute.s_per_mac:.3g} s per "
-              "multiply-add")
+        print(f"# wrote {path}: alpha {machine.intra_node.alpha_s * 1e6:.0f} us, wait after computing "
+              f"{machine.intra_node.wait_s * 1e6:.0f} us, beta {machine.intra_node.beta_s_per_byte * 1e9:.3g} ns/B, "
+              f"{machine.compute.s_per_mac:.3g} s per multiply-add")
     elif args.machine is not None:
         machine = load_machine(args.machine)
     coeffs = None

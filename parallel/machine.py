@@ -187,9 +187,11 @@ class Machine:
                             "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor},
                 "activations": {"plain": self.activations.plain, "recompute": self.activations.recompute},
                 "intra_node": {"alpha_s": self.intra_node.alpha_s,
-                               "beta_s_per_byte": self.intra_node.beta_s_per_byte, "wait_s": self.intra_node.wait_s},
-                "inter_node": {"alpha_s": self.inter_node.alpha_s,
-                               "beta_s_per_byte": self.inter_node.beta_s_per_byte, "wait_s": self.inter_node.wait_s}}
+                               "beta_s_per_byte": self.intra_node.beta_s_per_byte, "wait_s": self.intra_node.wait_s}}
+        if self.nodes > 1 or self.inter_node != self.intra_node:
+            data["inter_node"] = {"alpha_s": self.inter_node.alpha_s,
+                                  "beta_s_per_byte": self.inter_node.beta_s_per_byte,
+                                  "wait_s": self.inter_node.wait_s}
         return "# elecsolver machine description (docs/parallel.md, \"Machine descriptions\")\n\n" + tomli_w.dumps(data)
 
 

@@ -625,8 +625,9 @@ _MESH = ("dp", "tp", "pp")
 
 def constrained_plans(world: int, constraints: dict | None = None) -> list[Plan]:
     """:func:`candidate_plans` of ``world`` kept to ``constraints`` (Plan fields a user fixed, e.g. ``{"tp": 2,
-    "precision": "bf16"}``): plans with another dp, tp or pp are dropped; any other field is set to the
-    constraint's value (so ``microbatches = 6`` is honoured though 6 is not among the candidates).
+    "precision": "bf16"}``): plans with another dp, tp or pp are dropped, and so are plans of one data-parallel rank
+    under ``zero = True`` (nothing to shard); any other field is set to the constraint's value (so
+    ``microbatches = 6`` is honoured though 6 is not among the candidates).
 
     Raises
     ------
@@ -641,6 +642,8 @@ def constrained_plans(world: int, constraints: dict | None = None) -> list[Plan]
     out: dict[Plan, None] = {}
     for plan in candidate_plans(world):
         if any(k in constraints and getattr(plan, k) != constraints[k] for k in _MESH):
+            continue
+        if constraints.get("zero") and plan.dp == 1:  # ZeRO shards over dp: with one dp rank it shards nothing
             continue
         fixed = {k: v for k, v in constraints.items() if k not in _MESH and (k != "microbatches" or plan.pp > 1)}
         out[replace(plan, **fixed)] = None

@@ -195,6 +195,9 @@ def test_constraints_keep_the_mesh_and_set_the_rest():
     assert all(p.microbatches == 6 and p.precision == "fp32" for p in six) and len(set(six)) == len(six)
     assert {p.schedule for p in six} == {"1f1b", "gpipe"}
     assert constrained_plans(1, {"tp": 2}) == []
+    zero = constrained_plans(2, {"zero": True})  # ZeRO shards over dp: a plan of one dp rank would ignore it
+    assert zero and all(p.zero and p.dp == 2 for p in zero)
+    assert constrained_plans(2, {"zero": True, "pp": 2}) == []
     with pytest.raises(PlanError, match="plans only"):
         constrained_plans(2, {"shards": 2})
 
@@ -326,6 +329,17 @@ def test_calibrate_writes_a_description_the_planner_reads(tmp_path):
     assert m.intra_node.alpha_s > 0 and m.intra_node.beta_s_per_byte > 0 and m.compute.s_per_mac > 0
     assert m.compute.recompute_factor >= 1 and m.activations.plain > 0 and m.compute.s_per_point >= 0
     assert f"# wrote {path}" in r.stdout and "ranked by predicted step time" in r.stdout
+    assert m.cores_per_node >= 1 and m.intra_node.wait_s >= 0 and "wait after computing" in r.stdout
+
+
+def test_calibrate_refuses_an_unwritable_place_before_measuring(tmp_path):
+    """One line, exit 2, before two processes spend half a minute measuring."""
+    from conftest import run_main
+
+    r = run_main("plan", "maxwell-point-source-2d", "--preset", "smoke", "--world-size", "2", "--calibrate",
+                 "--machine", str(tmp_path / "no-such-folder" / "m.toml"))
+    assert r.returncode == 2 and "cannot write the calibrated description" in r.stderr
+    assert "calibrating" not in r.stdout + r.stderr and not (tmp_path / "no-such-folder").exists()
 
 
 def test_set_reaches_the_parallel_section():
