@@ -193,8 +193,8 @@ def main(argv=None) -> int:
               "choice_over_best": order_p[0]["measured_s"] / order_m[0]["measured_s"],
               "worst_memory_error": max(abs(r["memory_ratio"] - 1) for r in rows)}
     Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
-    print(f"alpha {c.alpha_s * 1e6:.1f} us, wait {c.wait_s * 1e6:.0f} us, beta {c.beta_s_per_byte * 1e9:.3f} ns/B; Spearman {rho:.3f} (one-process "
-          f"calibration {rho_alone:.3f}); median |error| {result['median_abs_error']:.1%} "
+    print(f"alpha {c.alpha_s * 1e6:.1f} us, wait {c.wait_s * 1e6:.0f} us, beta {c.beta_s_per_byte * 1e9:.3f} ns/B; "
+          f"Spearman {rho:.3f} (one-process calibration {rho_alone:.3f}); median |error| {result['median_abs_error']:.1%} "
           f"({result['median_abs_error_one_process']:.1%}); the fastest predicted, {order_p[0]['plan']}, measures "
           f"{result['choice_over_best']:.3f}x the fastest measured, {order_m[0]['plan']}; worst memory error "
           f"{result['worst_memory_error']:.1%}; wrote {args.json}")

@@ -161,18 +161,22 @@ def _shards(model, tp: int, pp: int) -> list:
     return stages
 
 
+def _out_units(module) -> list[int]:
+    """The output features of each weight layer as this rank holds it (a grouped layer [G, out, in] counts G out):
+    each is one activation column per point and jet channel."""
+    return [int(w.numel() // w.shape[-1]) for name, w in module.named_parameters()
+            if name.endswith("weight") and w.dim() >= 2]
+
+
 def _width_units(module) -> int:
-    """W: the output features of every weight layer summed (a grouped layer [G, out, in] counts G out), as this
-    rank holds them: each is one activation column per point and jet channel."""
-    return sum(int(w.numel() // w.shape[-1]) for name, w in module.named_parameters()
-               if name.endswith("weight") and w.dim() >= 2)
+    """W: the output features of every weight layer summed (:func:`_out_units`)."""
+    return sum(_out_units(module))
 
 
 def _block_units(module) -> int:
-    """The output features of the rank's widest weight layer (a grouped layer [G, out, in] counts G out): the
-    activation columns, per point and jet channel, of the largest recompute block (a layer and its activation)."""
-    return max(int(w.numel() // w.shape[-1]) for name, w in module.named_parameters()
-               if name.endswith("weight") and w.dim() >= 2)
+    """The output features of the widest weight layer (:func:`_out_units`): the activation columns of the largest
+    recompute block (a layer and its activation)."""
+    return max(_out_units(module))
 
 
 def _input_units(stage) -> int:
@@ -408,15 +412,16 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     """Seconds a training step takes under ``plan`` (the slowest rank).
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
-    factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes (m + pp - 1) micro-batch slots of its slowest stage
-    (:func:`bubble_fraction`), each with its two point-to-point messages and the stage's share (by multiply-adds)
-    of the fixed cost of a micro-batch (``microbatch_s``, measured on the whole network; recompute runs the
-    forward's part of it again, so the recompute factor scales it too); tensor parallel: an all-reduce per sharded layer and micro-batch
-    (:func:`all_reduce_bytes` of the activation), a row-parallel layer's twice under recompute (the recomputed
-    forward all-reduces again); data parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same
-    volume in two messages) and one of the loss terms; plus the part every rank pays. Each all-reduce of tp and dp
-    is one a rank blocks on after computing (the link's ``wait_s``); a pipeline's receives are posted ahead, and
-    what a stage waits for there is the schedule's dependency, which the slots count.
+    factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes
+    (m + pp - 1) micro-batch slots of its slowest stage (:func:`bubble_fraction`), each with its two point-to-point
+    messages and the stage's share (by multiply-adds) of the fixed cost of a micro-batch (``microbatch_s``,
+    measured on the whole network; recompute runs the forward's part of it again, so the recompute factor scales it
+    too); tensor parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the
+    activation), a row-parallel layer's twice under recompute (the recomputed forward all-reduces again); data
+    parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
+    messages) and one of the loss terms; plus the part every rank pays. Each all-reduce of tp and dp is one a rank
+    blocks on after computing (the link's ``wait_s``); a pipeline's receives are posted ahead, and what a stage
+    waits for there is the schedule's dependency, which the slots count.
 
     ``machine`` (:class:`~elecsolver.parallel.machine.Machine`): each axis's messages are priced at the link its
     groups use (between nodes when a group spans two); without it every message is priced at ``coeffs``'
