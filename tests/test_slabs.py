@@ -16,7 +16,7 @@ from elecsolver.jets import seed_jet
 from elecsolver.networks import at_time
 from elecsolver.trainer import Trainer
 from elecsolver.training.options import TrainingOptions
-from elecsolver.training.slabs import SlabNetwork, SlabTrainer
+from elecsolver.training.slabs import SlabNetwork, Slabs
 
 
 def _problem(steps: int = 6, slabs: int = 2, hard_initial: bool = False):
@@ -36,16 +36,20 @@ def _params(module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
 
 
+def _slab(tr) -> int:
+    return tr.callback(Slabs).slab
+
+
 def test_the_slab_boundary_continues_the_previous_slabs_field():
     tr = Trainer(_problem(), progress=False)
-    assert isinstance(tr, SlabTrainer)
+    assert isinstance(tr.callback(Slabs), Slabs)
     tr.train(stop_after=5)  # slab 0's 3 steps, then 2 steps of slab 1
     m = tr.model
-    assert isinstance(m, SlabNetwork) and tr.slab == 1 and tr.step == 5
+    assert isinstance(m, SlabNetwork) and _slab(tr) == 1 and tr.step == 5 and tr.segment_step == 2
     # slab 1's weights moved away from slab 0's: the continuity below is not the trivial copy
     assert (_params(m.current) - _params(m.previous)).norm() > 1e-5 * _params(m.previous).norm()
     ts = m.t_start
-    assert ts == pytest.approx(tr.bounds[1] / tr.problem.scales.time)
+    assert ts == pytest.approx(tr.callback(Slabs).bounds[1] / tr.problem.scales.time)
     x = _inputs(64, ts)
     with torch.no_grad():
         here, before = m(x), m.previous(x)
@@ -67,8 +71,10 @@ def test_the_slab_boundary_continues_the_previous_slabs_field():
 
 def test_a_new_slab_starts_as_the_previous_network_continued():
     tr = Trainer(_problem(), progress=False)
-    tr.train(stop_after=3)  # the end of slab 0: the trainer has switched to slab 1, not stepped in it
-    assert tr.slab == 1 and tr.trainer.step == 0
+    tr.train(stop_after=3)  # the end of slab 0
+    assert _slab(tr) == 0 and tr.segment_step == 3
+    tr.callback(Slabs).before_step(tr)  # what the next step does first: switch to slab 1
+    assert _slab(tr) == 1 and tr.segment_step == 0 and tr.step == 3
     m = tr.model
     x = _inputs(64, np.linspace(m.t_start, 2 * m.t_start, 64), seed=1)
     with torch.no_grad():
@@ -112,15 +118,16 @@ def test_at_time_holds_t_fixed_in_a_jet():
 
 def test_each_slab_trains_on_its_own_points_without_an_initial_term():
     tr = Trainer(_problem(), progress=False)
-    names0 = [c.name for c in tr.trainer.constraints]
+    names0 = [c.name for c in tr.constraints]
     assert "initial" in names0  # the small problem's soft initial condition, in slab 0
-    t1 = tr.bounds[1] / tr.problem.scales.time
-    t_end = tr.bounds[2] / tr.problem.scales.time
-    pts0 = {b.constraint.name: b.points for b in tr.trainer.points.at(0)}
+    bounds = tr.callback(Slabs).bounds
+    t1 = bounds[1] / tr.problem.scales.time
+    t_end = bounds[2] / tr.problem.scales.time
+    pts0 = {b.constraint.name: b.points for b in tr.points.at(0)}
     assert float(pts0["pde"][:, 2].max()) <= t1 + 1e-12
-    tr.train(stop_after=3)
-    assert "initial" not in [c.name for c in tr.trainer.constraints]
-    pts1 = {b.constraint.name: b.points for b in tr.trainer.points.at(0)}
+    tr.train(stop_after=4)
+    assert "initial" not in [c.name for c in tr.constraints]
+    pts1 = {b.constraint.name: b.points for b in tr.points.at(0)}
     assert float(pts1["pde"][:, 2].min()) >= t1 - 1e-12 and float(pts1["pde"][:, 2].max()) <= t_end + 1e-12
     assert tr.options.total_steps == 6
 
@@ -135,7 +142,7 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path):
         Trainer(_problem(), progress=False, out_dir=out).train(stop_after=stop)
         resumed = Trainer(_problem(), progress=False, out_dir=out)
         resumed.load_checkpoint()
-        assert resumed.step == stop and resumed.slab == 1
+        assert resumed.step == stop and _slab(resumed) == (0 if stop == 3 else 1)  # slab 0 ends at step 3
         resumed.train()
         assert resumed.step == 6
         assert torch.equal(_params(whole.model), _params(resumed.model))
@@ -172,11 +179,13 @@ def test_a_slab_share_moves_the_switch():
     p.config["training"].update(steps=6, slabs=2, slab_share=[2, 1])
     tr = Trainer(type(p)(p.config), progress=False)
     tr.train(stop_after=3)
-    assert tr.slab == 0 and tr.step == 3
-    tr.train(stop_after=4)  # the first slab's last step: the second starts
-    assert tr.slab == 1 and tr.step == 4 and tr.trainer.step == 0
+    assert _slab(tr) == 0 and tr.step == 3
+    tr.train(stop_after=4)  # the first slab's last step
+    assert _slab(tr) == 0 and tr.step == 4 and tr.segment_step == 4
+    tr.train(stop_after=5)  # the second slab's first
+    assert _slab(tr) == 1 and tr.step == 5 and tr.segment_step == 1
     tr.train()
-    assert tr.slab == 1 and tr.step == 6 and tr.trainer.step == 2
+    assert _slab(tr) == 1 and tr.step == 6 and tr.segment_step == 2
 
 
 @pytest.mark.parametrize(("slabs", "extra", "words"), [

@@ -31,18 +31,16 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import replace
-from pathlib import Path
 
-import torch
 from torch import nn
 
-from ..capabilities import active, check
 from ..config import ConfigError
 from ..geometry import TimeDomain
 from ..jets import Jet
 from ..networks import at_time
+from .callbacks import Callback
 
-__all__ = ["SlabNetwork", "SlabTrainer", "slab_bounds", "slab_problem"]
+__all__ = ["SlabNetwork", "Slabs", "slab_bounds", "slab_problem"]
 
 log = logging.getLogger("elecsolver.trainer")
 
@@ -111,55 +109,61 @@ def slab_problem(problem, k: int):
     return p
 
 
-class SlabTrainer:
-    """Train a time-dependent problem slab by slab (``training.slabs`` > 1); the interface of :class:`Trainer`
-    that a run uses (``train``, ``step``, ``wall_s``, ``history``, ``predict``, checkpoints).
+class Slabs(Callback):
+    """Train a time-dependent problem slab by slab (``training.slabs`` > 1): a callback of the trainer's loop.
 
-    Each slab has a :class:`Trainer` of its own on :func:`slab_problem`; ``step`` counts over all slabs (the
-    main steps, plus one finish per slab), ``convergence.csv`` has one row sequence, and the checkpoint
-    (``checkpoint.pt``, the slab's trainer's, with the slab number and every earlier slab's weights inside
-    the model) resumes in the slab it was written in.
+    The run starts on slab 0 (:func:`slab_problem` and the problem's network); when a slab has done its steps
+    (its main steps, plus its finish), the next step starts the next slab: the trainer's segment is rebuilt
+    (:meth:`~elecsolver.training.trainer.Trainer.start_segment`) on that slab's problem and network
+    (:class:`SlabNetwork` on the network trained so far, frozen), with a schedule, points and balancing weights of
+    its own.  The trainer's ``step``, ``wall_s``, ``points_processed`` and ``history`` count over all slabs; the
+    checkpoint holds the slab it was written in, whose network (every earlier slab's weights inside) a resume
+    rebuilds before loading it.
 
     Parameters
     ----------
-    problem, model, context, **kwargs
-        As :class:`Trainer`.
+    problem : Problem
+        The whole run's problem.
+
+    Attributes
+    ----------
+    slab : int
+        The slab being trained, from 0.
+    bounds : list of float
+        The slab boundaries t_0 < ... < t_n (s), :func:`slab_bounds`.
 
     Raises
     ------
     ConfigError
-        For a problem without time, and with tensor or pipeline parallelism, ZeRO or mixed precision (the
-        slab network wraps a one-device network).
+        For a problem without time (and, through :mod:`elecsolver.capabilities`, with tensor or pipeline
+        parallelism, ZeRO, mixed precision or least-squares solves: the slab network wraps a one-device network).
     """
 
-    def __init__(self, problem, model=None, context=None, **kwargs):
-        from .context import RunContext
-        from .trainer import build_model
+    capability = "slabs"
 
+    def __init__(self, problem):
         if not problem.time_dependent:
             raise ConfigError(f"training.slabs={problem.training.slabs} needs a time-dependent problem; "
                               f"{problem.name} has no time: set training.slabs=1")
-        ctx = context if context is not None else RunContext.from_comm(kwargs.pop("comm", None))
-        check(ctx.capabilities | active(training=problem.training, problem=problem))  # elecsolver.capabilities
-        self.problem, self.ctx, self.kwargs = problem, ctx, kwargs
-        self.options = problem.training
+        self.problem = problem
         self.bounds = slab_bounds(problem)
         self.t_column = problem.inputs.index("t")
-        device = kwargs.get("device", "cpu")
-        if model is None:
-            model = build_model(problem, device)
-            ctx.broadcast_model(model)  # identical start on every rank
-        self.base = model
-        self.history: list[dict] = []
-        self.offsets = {"step": 0, "wall_s": 0.0, "points": 0}
-        self.slab = -1
-        self._start(0, model)
+        self.slab, self.base = 0, None
 
-    # slabs --------------------------------------------------------------------------------------
+    @classmethod
+    def wanted(cls, problem) -> bool:
+        slabs = problem.training.slabs
+        return isinstance(slabs, int) and slabs > 1
+
+    @property
+    def n(self) -> int:
+        """The number of slabs."""
+        return len(self.bounds) - 1
+
     def _t_units(self, k: int) -> float:
         return self.bounds[k] / self.problem.scales.time
 
-    def _slab_model(self, k: int, previous: nn.Module) -> nn.Module:
+    def slab_model(self, k: int, previous: nn.Module) -> nn.Module:
         """Slab k's network on ``previous`` (the frozen network of slabs < k), its M warm-started from theirs."""
         last = previous.current if isinstance(previous, SlabNetwork) else previous
         current = copy.deepcopy(last)
@@ -167,105 +171,39 @@ class SlabTrainer:
             p.requires_grad_(True)
         return SlabNetwork(current, previous, self.t_column, self._t_units(k))
 
-    def _start(self, k: int, model: nn.Module) -> None:
-        from .trainer import Trainer
+    def first_segment(self, trainer, problem, model):
+        self.base = model
+        return slab_problem(self.problem, 0), model
 
-        self.slab = k
-        self.trainer = Trainer(slab_problem(self.problem, k), model, self.ctx, **self.kwargs)
-        self.trainer.history = self.history
-        self.trainer.step_offset, self.trainer.wall_offset = self.offsets["step"], self.offsets["wall_s"]
-        self.trainer.extra_state = {"slab": k, "slab_offsets": dict(self.offsets)}
+    def _log_slab(self, trainer) -> None:
+        t, k = self.bounds, self.slab
+        log.info("time slab %d of %d: t in [%.4g, %.4g] s, %d steps%s", k + 1, self.n, t[k], t[k + 1],
+                 trainer.segment_options.total_steps,
+                 f", from step {trainer.segment_step}" if trainer.segment_step else "")
 
-    def _advance(self) -> None:
-        tr = self.trainer
-        self.offsets = {"step": self.offsets["step"] + tr.step, "wall_s": self.offsets["wall_s"] + tr.wall_s,
-                        "points": self.offsets["points"] + tr.points_processed}
-        self._start(self.slab + 1, self._slab_model(self.slab + 1, tr.model))
+    def on_train_start(self, trainer, end) -> None:
+        # logged here, not when the trainer is built: the CLI opens the rank log file in between
+        if trainer.step < end:
+            self._log_slab(trainer)
 
-    # the Trainer interface ----------------------------------------------------------------------
-    @property
-    def step(self) -> int:
-        """Steps done over all slabs."""
-        return self.offsets["step"] + self.trainer.step
+    def before_step(self, trainer) -> None:
+        if trainer.segment_step >= trainer.segment_options.total_steps and self.slab < self.n - 1:
+            self.slab += 1
+            trainer.start_segment(slab_problem(self.problem, self.slab), self.slab_model(self.slab, trainer.model))
+            self._log_slab(trainer)
 
-    @property
-    def wall_s(self) -> float:
-        return self.offsets["wall_s"] + self.trainer.wall_s
+    def state_dict(self, trainer) -> dict:
+        return {"slab": self.slab}
 
-    @property
-    def points_processed(self) -> int:
-        return self.offsets["points"] + self.trainer.points_processed
+    def load_state_dict(self, trainer, state) -> None:
+        from .trainer import ResumeError
 
-    def train(self, stop_after: int | None = None) -> None:
-        """Train the remaining slabs in order (or up to global step ``stop_after``, then checkpoint and return).
-
-        Raises
-        ------
-        FloatingPointError
-            As :meth:`Trainer.train`.
-        """
-        n = len(self.bounds) - 1
-        while True:
-            local = None if stop_after is None else stop_after - self.offsets["step"]
-            if local is not None and local <= self.trainer.step:
-                return
-            t, k = self.bounds, self.slab
-            # logged here, not when the slab's trainer is built: the CLI opens the rank log file in between
-            log.info("time slab %d of %d: t in [%.4g, %.4g] s, %d steps%s", k + 1, n, t[k], t[k + 1],
-                     self.trainer.options.total_steps,
-                     f", from step {self.trainer.step}" if self.trainer.step else "")
-            self.trainer.train(stop_after=local)
-            if self.trainer.step < self.trainer.options.total_steps or self.slab == n - 1:
-                return
-            self._advance()
-
-    def advance(self) -> tuple[float, list[float]]:
-        """One step of the schedule (see :meth:`Trainer.advance`) in the current slab, moving on to the next slab
-        first when the current one has done its steps.
-
-        Raises
-        ------
-        RuntimeError
-            After the last slab's last step.
-        """
-        if self.trainer.step >= self.trainer.options.total_steps:
-            if self.slab == len(self.bounds) - 2:
-                raise RuntimeError("every time slab has done its steps")
-            self._advance()
-        return self.trainer.advance()
-
-    def load_checkpoint(self, path=None) -> None:
-        """Continue from the checkpoint of the slab it was written in (see :meth:`Trainer.load_checkpoint`).
-
-        Raises
-        ------
-        ResumeError
-            As :meth:`Trainer.load_checkpoint`, and for a checkpoint written without time slabs.
-        """
-        from .trainer import ResumeError, read_checkpoint
-
-        path = Path(path) if path is not None else self.checkpoint_path
-        if path is None or not path.exists():
-            raise ResumeError(f"--resume: no checkpoint at {path}; run without --resume to start fresh")
-        state = read_checkpoint(path)  # as Trainer.load_checkpoint
-        k = state.get("slab")
-        if k is None or not (0 <= k < len(self.bounds) - 1):
-            raise ResumeError(f"--resume: the checkpoint at {path} was not written by a run with training.slabs="
-                              f"{len(self.bounds) - 1}; use the same configuration or start a fresh run")
+        k = None if state is None else state.get("slab")
+        if k is None or not (0 <= k < self.n):
+            raise ResumeError(f"--resume: the checkpoint was not written by a run with training.slabs={self.n}; use "
+                              "the same configuration or start a fresh run")
         model = self.base
         for j in range(1, k + 1):  # the structure of slab k's network; the weights come from the checkpoint
-            model = self._slab_model(j, model)
-        self.offsets = dict(state["slab_offsets"])
-        self._start(k, model)
-        self.trainer.load_checkpoint(path)
-        self.history = self.trainer.history
-        n = len(self.bounds) - 1
-        if self.trainer.step >= self.trainer.options.total_steps and k < n - 1:
-            self._advance()  # written at the end of slab k: continue with the next
-
-    def __getattr__(self, name):
-        # everything else is the current slab's trainer's: model (the network of the slabs so far, piecewise in t on
-        # tensors), predict (its problem copy has the same output sites and times), gather, checkpoints, ...
-        if name == "trainer":
-            raise AttributeError(name)
-        return getattr(self.trainer, name)
+            model = self.slab_model(j, model)
+        self.slab = k
+        trainer.start_segment(slab_problem(self.problem, k), model)

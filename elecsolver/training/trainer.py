@@ -1,23 +1,22 @@
-"""The training loop: points -> loss -> step, with callbacks for logs, checkpoints and progress.
+"""The training loop: points -> loss -> step, with every training feature a callback of the loop.
 
 :class:`Trainer` composes the parts (:mod:`~elecsolver.training.points`, :mod:`~elecsolver.training.loss`,
 :mod:`~elecsolver.training.step`) for a problem and a model that ``elecsolver.parallel`` may already have
 transformed, with a :class:`~elecsolver.training.context.RunContext` that says how to talk to the other
 ranks.  Without a model it builds the problem's network (seeded from ``training.seed``); without a
 context it is one process, and refuses to start when a launcher started several (every rank would
-silently train its own copy): use :func:`elecsolver.train` there.
+silently train its own copy): use :func:`elecsolver.train` there.  The time slabs, the finish, the loss balancing,
+the least-squares solves, RAR / RAD, the log, the checkpoint and the progress bar are callbacks of its loop
+(:mod:`elecsolver.training.callbacks`).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
 import os
 import pickle
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -28,8 +27,9 @@ from torch import nn
 from .. import capabilities
 from .._version import __version__
 from ..config import ConfigError
-from ..io.atomic import atomic_path, write_text
+from ..io.atomic import atomic_path
 from ..problem import Problem
+from .callbacks import Callback, default_callbacks
 from .context import RunContext, launched_world_size
 from .interrupt import CHECK_EVERY, Interrupted, pending
 from .loss import constraint_residual, loss_terms
@@ -78,29 +78,28 @@ class Trainer:
         Show a progress bar on the writer rank when stderr is a terminal (logs to a file or pipe get the log lines).
     check_gradients : callable, optional
         ``check_gradients(params) -> bool``, the loss-scale check of :class:`~elecsolver.training.step.Step`.
+    callbacks : sequence of Callback, optional
+        Hooks of one's own (:class:`~elecsolver.training.callbacks.Callback`), run after the ones the
+        configuration turns on (:func:`~elecsolver.training.callbacks.default_callbacks`).
 
-    With ``training.slabs`` > 1 the constructor returns a :class:`~elecsolver.training.slabs.SlabTrainer`,
-    which trains the time window slab by slab with a Trainer per slab and the same interface.
+    ``step``, ``wall_s`` (s), ``points_processed`` and ``history`` count over the whole run.  With ``training.slabs``
+    > 1 the run is trained slab by slab (:class:`~elecsolver.training.slabs.Slabs`): ``segment_step``,
+    ``segment_options``, ``model``, ``constraints`` and the points are then the current slab's.
 
     Raises
     ------
     ConfigError
         If a launcher started several ranks but no context was given, or the context's strategy, the training
-        block and the problem turn on capabilities that do not combine (:mod:`elecsolver.capabilities`).
+        block and the problem turn on capabilities that do not combine (:mod:`elecsolver.capabilities`), or a
+        callback does not fit the problem (time slabs without time).
     """
 
     SYNC_EVERY = 50  # on a GPU, steps between reads of the loss (see train)
 
-    def __new__(cls, problem: Problem, *args, **kwargs):
-        if cls is Trainer and getattr(problem.training, "slabs", 1) > 1:  # the window in time slabs
-            from .slabs import SlabTrainer
-
-            return SlabTrainer(problem, *args, **kwargs)
-        return super().__new__(cls)
-
     def __init__(self, problem: Problem, model: nn.Module | None = None, context: RunContext | None = None, *,
                  comm=None, device: str = "cpu", out_dir: str | os.PathLike | None = None, reference=None,
-                 shard_sizes: dict[str, list[int]] | None = None, progress: bool = True, check_gradients=None):
+                 shard_sizes: dict[str, list[int]] | None = None, progress: bool = True, check_gradients=None,
+                 callbacks: tuple[Callback, ...] | list[Callback] = ()):
         self.problem, self.options = problem, problem.training
         self.ctx = context if context is not None else RunContext.from_comm(comm)
         # what the strategy, the training block and the problem turn on must combine (elecsolver.capabilities)
@@ -110,31 +109,55 @@ class Trainer:
             raise ConfigError(f"this process is one of {launched} ranks started by a launcher (mpirun, torchrun or "
                               "srun), but the Trainer has no data-parallel context, so every rank would train its own "
                               "copy; use elecsolver.train(problem), or run one process")
+        if self.options.compile and torch.device(device).type == "cpu" and not cxx_compiler():
+            raise ConfigError("training.compile (--compile, or a preset that sets it, such as the point source's "
+                              "ci) runs torch.compile, which on the CPU needs a C++ compiler, and none was found "
+                              "($CXX, g++, c++ or clang++); install one (tools/setup.sh does, as root) or run "
+                              "eager with --set training.compile=false")
         self.device, self.dtype = torch.device(device), DTYPES[self.options.dtype]
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.reference, self.progress = reference, progress
+        self.callbacks: list[Callback] = [*default_callbacks(problem, progress), *callbacks]
+        self._shard_sizes, self._check_gradients = shard_sizes, check_gradients
         if model is None:
             model = build_model(problem, self.device)
             self.ctx.broadcast_model(model)  # identical start on every rank
         self.model = model
         if self.options.init_from:
             self._init_from(self.options.init_from)
+        self.step, self.wall_s, self.points_processed, self.step_offset = 0, 0.0, 0, 0
+        self.history: list[dict] = []
+        segment = problem
+        for cb in self.callbacks:
+            segment, model = cb.first_segment(self, segment, model)
+        self.start_segment(segment, model)
+
+    def start_segment(self, problem: Problem, model: nn.Module) -> None:
+        """Build what trains the next segment of the run from step :attr:`step` on: ``problem`` (the whole run's,
+        or a time slab's copy, whose ``training.steps`` are the segment's) and its network; its constraints, points,
+        loss and optimizer step, its balancing weights at 1.  Called by the constructor, and by a callback that
+        moves the run to its next segment (:class:`~elecsolver.training.slabs.Slabs`).
+
+        Raises
+        ------
+        ConfigError
+            For a residual that cannot be evaluated, a pipeline whose micro-batches do not fit the points, or a
+            step that torch.compile cannot compile.
+        """
+        self.segment_problem, self.segment_options = problem, problem.training
+        self.step_offset = self.step
+        self.model = model
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.constraints = problem.constraints()
         spatial = [k for k, axis in enumerate(problem.axes) if axis.kind == "space"]  # shards are cut along space
-        self.points = Points(self.constraints, problem.sampling, self.options.seed, self.options.steps, self.ctx.rank,
-                             self.ctx.world, spatial, self.dtype, self.device, shard_sizes)
+        self.points = Points(self.constraints, problem.sampling, self.options.seed, self.segment_options.steps,
+                             self.ctx.rank, self.ctx.world, spatial, self.dtype, self.device, self._shard_sizes)
         self._terms_fn = self._terms
         graphs = False
         if self.options.compile:
-            if self.device.type == "cpu" and not cxx_compiler():
-                raise ConfigError("training.compile (--compile, or a preset that sets it, such as the point source's "
-                                  "ci) runs torch.compile, which on the CPU needs a C++ compiler, and none was found "
-                                  "($CXX, g++, c++ or clang++); install one (tools/setup.sh does, as root) or run "
-                                  "eager with --set training.compile=false")
             graphs = self.options.cuda_graphs and self.device.type == "cuda"
             mode = self.options.compile_mode if graphs else None
-            if self.options.cuda_graphs and not graphs:
+            if self.options.cuda_graphs and not graphs and self.step == 0:
                 log.info("training.cuda_graphs has no effect on %s: the step is compiled without CUDA graphs",
                          self.device)
             self._terms_fn = torch.compile(self._terms, fullgraph=True, mode=mode)
@@ -159,25 +182,20 @@ class Trainer:
         if self.options.optimizer == "least_squares":
             self.stepper = _SolveStep(self)
         else:
-            self.stepper = Step(self.params, self.options, self._terms_fn, self._batches_now, ctx.sync_gradients,
-                                ctx.all_reduce_sum, check_gradients, forward_backward=forward_backward,
-                                make_optimizer=ctx.make_optimizer, loss_scaler=ctx.loss_scaler,
-                                autocast=ctx.autocast, optimizer_state_dict=ctx.optimizer_state_dict)
+            self.stepper = Step(self.params, self.segment_options, self._terms_fn, self._batches_now,
+                                ctx.sync_gradients, ctx.all_reduce_sum, self._check_gradients,
+                                forward_backward=forward_backward, make_optimizer=ctx.make_optimizer,
+                                loss_scaler=ctx.loss_scaler, autocast=ctx.autocast,
+                                optimizer_state_dict=ctx.optimizer_state_dict)
         self.main_stepper = self.stepper
         self._forward_backward = forward_backward
         self._eval_model: nn.Module | None = None
-        self.step, self.wall_s, self.points_processed = 0, 0.0, 0
-        # what a composite run (time slabs, elecsolver.training.slabs) adds to this trainer's logged step and wall
-        # time, and keeps in its checkpoint
-        self.step_offset, self.wall_offset, self.extra_state = 0, 0.0, {}
         check = getattr(forward_backward, "check_batches", None)
         if check is not None:  # e.g. a pipeline's micro-batches against the points: refuse before training
             try:
                 check(self._batches_now())
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
-        self.history: list[dict] = []
-        self._tb = None  # the TensorBoard writer (training.tensorboard), opened at the first logged step
         self.check_residuals()
         if self.options.compile:
             if forward_backward is None:
@@ -186,6 +204,15 @@ class Trainer:
                 self._compile_now(lambda batches: forward_backward(batches, 0.0))
                 for q in self.params:
                     q.grad = None
+
+    @property
+    def segment_step(self) -> int:
+        """Steps done in the current segment (the run, or the time slab being trained)."""
+        return self.step - self.step_offset
+
+    def callback(self, kind: type) -> Callback | None:
+        """The trainer's callback of class ``kind`` (the first), or None."""
+        return next((cb for cb in self.callbacks if isinstance(cb, kind)), None)
 
     def _compile_now(self, compiled) -> None:
         """Compile the loss terms on this rank's points now, before anything is written, so that a problem whose
@@ -340,18 +367,6 @@ class Trainer:
         """Whether the run is in its quasi-Newton finish (steps >= ``training.steps``)."""
         return self.stepper is not self.main_stepper
 
-    def _enter_finish(self) -> None:
-        """Switch to the finish: an L-BFGS :class:`Step` over the same parameters at ``finish.lr``, constant."""
-        from dataclasses import replace
-
-        f = self.options.finish
-        options = replace(self.options, optimizer=f["optimizer"], lr=f["lr"], lr_final=f["lr"], schedule="constant",
-                          compile=False, steps=self.options.finish_steps)
-        self.stepper = Step(self.params, options, self._finish_terms_fn, self._batches_now, self.ctx.sync_gradients,
-                            self.ctx.all_reduce_sum)
-        log.info("step %d: quasi-Newton finish, %d %s steps on the points of step %d", self.step,
-                 self.options.finish_steps, f["optimizer"], self.options.steps - 1)
-
     # compatibility views ---------------------------------------------------------------------
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -367,7 +382,7 @@ class Trainer:
         return self._terms_fn(self._batches_now())
 
     def _batches_now(self) -> list[tuple]:
-        step = min(self.step, self.options.steps - 1)  # the finish holds the last round's points
+        step = min(self.segment_step, self.segment_options.steps - 1)  # the finish holds the last round's points
         return [(b.points, b.normals, b.weights, b.denom_t if self.options.compile else max(b.denom, 1e-300))
                 for b in self.points.at(step)]
 
@@ -392,7 +407,7 @@ class Trainer:
 
     def batches(self) -> list[tuple[str, torch.Tensor, int]]:
         """This rank's points per constraint at the current step: (name, local points [n, d], global count)."""
-        return [(b.constraint.name, b.points, b.n_global) for b in self.points.at(self.step)]
+        return [(b.constraint.name, b.points, b.n_global) for b in self.points.at(self.segment_step)]
 
     # one step ----------------------------------------------------------------------------------
     def train_step(self) -> tuple[float, list[float]]:
@@ -410,13 +425,13 @@ class Trainer:
 
     def refine(self) -> dict[str, int]:
         """One adaptive-refinement round (see :mod:`elecsolver.training.points`)."""
-        added = self.points.refine(self.step, self._residual_score, self.ctx.all_reduce_sum)
+        added = self.points.refine(self.segment_step, self._residual_score, self.ctx.all_reduce_sum)
         log.info("step %d: adaptive refinement added %s", self.step, added)
         return added
 
     def redistribute(self) -> dict[str, int]:
         """One residual-based redistribution round (RAD, see :mod:`elecsolver.training.points`)."""
-        drawn = self.points.redistribute(self.step, self._residual_score, self.ctx.all_reduce_sum)
+        drawn = self.points.redistribute(self.segment_step, self._residual_score, self.ctx.all_reduce_sum)
         log.info("step %d: residual-based redistribution drew %s", self.step, drawn)
         return drawn
 
@@ -470,34 +485,25 @@ class Trainer:
 
     def advance_terms(self) -> torch.Tensor:
         """:meth:`advance`, returning the global loss terms as a tensor on the training device (not waited for)."""
-        if self.step >= self.options.total_steps:
-            raise RuntimeError(f"the run has done all its {self.options.total_steps} steps (training.steps plus the "
-                               "finish's); nothing to advance")
-        main = self.options.steps
-        balance_every, ls_every = self.options.balance["every"], self.options.least_squares["every"]
-        rar_every, rad_every = self.problem.sampling.rar_every, self.problem.sampling.rad_every
-        if self.step >= main and not self.in_finish:
-            if self.step == main and self.options.least_squares["before_finish"]:
-                self.least_squares()  # once, at the switch (a resume inside the finish does not redo it)
-            self._enter_finish()
-        if balance_every and self.step % balance_every == 0 and self.step < main:
-            self.balance()
-        if ls_every and self.step % ls_every == 0 and 0 < self.step < main:
-            self.least_squares()
+        total = self.options.total_steps
+        if self.step >= total:
+            raise RuntimeError(f"the run has done all its {total} steps (training.steps plus the finish's); nothing "
+                               "to advance")
+        for cb in self.callbacks:
+            cb.before_step(self)
         terms = self.step_terms()
-        if rar_every and self.step % rar_every == 0 and self.step < main:
-            self.refine()
-        if rad_every and self.step % rad_every == 0 and self.step < main:
-            self.redistribute()
+        for cb in self.callbacks:
+            cb.after_step(self)
         return terms
 
     def train(self, stop_after: int | None = None) -> None:
         """Train up to ``training.steps`` plus the finish's (or up to step ``stop_after``, then checkpoint and
-        return).
+        return), running the callbacks (:mod:`elecsolver.training.callbacks`) around every step.
 
-        On a CPU the loss is read back after every step; on a GPU only every :attr:`SYNC_EVERY` steps and at log and
-        checkpoint steps, so that the host queues the next steps while the device works (a non-finite loss is then
-        reported at the first such step after it).  The wall time counts to the end of the device's work.
+        On a CPU the loss is read back after every step; on a GPU only every :attr:`SYNC_EVERY` steps and where a
+        callback asks (log and checkpoint steps), so that the host queues the next steps while the device works (a
+        non-finite loss is then reported at the first such step after it).  The wall time counts to the end of the
+        device's work, without the callbacks' reads.
 
         A stop request (SIGINT, SIGTERM or SIGUSR1 under :func:`elecsolver.training.interrupt.stop_requests`) ends
         the loop after the current step: one process looks after every step; several ranks agree every
@@ -513,108 +519,37 @@ class Trainer:
         """
         total = self.options.total_steps
         end = total if stop_after is None else min(stop_after, total)
-        bar = self._progress_bar(end)
         sync_every = self.SYNC_EVERY if self.device.type == "cuda" else 1
         vote = self.ctx.stop_vote
         check_every = 1 if vote is None else (self.SYNC_EVERY if self.device.type == "cuda" else CHECK_EVERY)
+        for cb in self.callbacks:
+            cb.on_train_start(self, end)
         try:
             t0 = time.perf_counter()
             while self.step < end:
                 values = self.advance_terms()
-                log_now = self.step % self.options.log_every == 0 or self.step == end
-                save_now = self.step % self.options.checkpoint_every == 0 or self.step == end
-                if bar is not None:
-                    bar.update(1)
                 if self.step % check_every == 0:
                     signum = pending() if vote is None else vote(pending())
                     if signum:
                         values.tolist()  # waits for the device
                         self.wall_s += time.perf_counter() - t0
                         self.save_checkpoint()
-                        raise Interrupted(self.step_offset + self.step, signum)
-                if not (log_now or save_now or self.step % sync_every == 0):
+                        raise Interrupted(self.step, signum)
+                if not (self.step % sync_every == 0 or any(cb.wants_read(self, end) for cb in self.callbacks)):
                     continue
                 terms = values.tolist()  # waits for the device
-                now = time.perf_counter()
-                self.wall_s += now - t0
+                self.wall_s += time.perf_counter() - t0
                 loss = float(sum(terms))
                 if not math.isfinite(loss):
                     where = f"at step {self.step}" if sync_every == 1 else \
                         f"by step {self.step} (read back every {sync_every} steps on a GPU)"
                     raise FloatingPointError(f"the loss became {loss} {where}; lower training.lr")
-                if bar is not None:
-                    bar.set_postfix(loss=f"{loss:.3e}")
-                if log_now:
-                    self._log(loss, terms)
-                if save_now:
-                    self.save_checkpoint()
+                for cb in self.callbacks:
+                    cb.on_read(self, loss, terms, end)
                 t0 = time.perf_counter()
         finally:
-            if bar is not None:
-                bar.close()
-
-    def _progress_bar(self, end: int):
-        # a bar only on a terminal: a log file or pipe gets the log lines, one every training.log_every steps
-        if not (self.progress and self.ctx.is_writer and self.step < end and sys.stderr.isatty()):
-            return None
-        from tqdm.auto import tqdm
-
-        return tqdm(total=end, initial=self.step, desc=self.problem.name, unit="step", mininterval=0.1)
-
-    def _log_shares(self) -> None:
-        """Log this rank's share of the loss; warn (writer) when every data-parallel rank reports the same share,
-        the symptom of every rank holding the same points instead of its own shard.  Collective."""
-        local = self.stepper.local_terms
-        if local is None:
-            return
-        mine = float(local.sum())
-        if self.ctx.world == 1:
-            return
-        shares = torch.zeros(self.ctx.world, dtype=torch.float64, device=local.device)
-        shares[self.ctx.rank] = mine
-        self.ctx.all_reduce_sum(shares)
-        log.info("step %d: local loss share %.6g (data-parallel rank %d of %d)", self.step, mine, self.ctx.rank,
-                 self.ctx.world)
-        if self.ctx.is_writer and mine != 0.0 and bool((shares == shares[0]).all()):
-            log.warning("step %d: every data-parallel rank reports the same local loss share %.6g: the ranks "
-                        "probably hold the same points instead of their own shards (check how points are "
-                        "sampled and sharded)", self.step, mine)
-
-    def _log(self, loss: float, terms: list[float]) -> None:
-        self._log_shares()
-        if self.ctx.gather_model is not None:
-            self.gather()  # collective: every rank, whether or not it holds the reference
-        if not self.ctx.is_writer:
-            return
-        row = {"step": self.step_offset + self.step, "loss": loss}
-        row.update({f"loss_{c.name}": v for c, v in zip(self.constraints, terms)})
-        row["lr"] = self.stepper.lr
-        if self.options.balance["every"]:
-            row.update({f"weight_{c.name}": float(w) for c, w in zip(self.constraints, self.balance_weights)})
-        row["wall_s"] = self.wall_offset + self.wall_s
-        pred = None
-        if self.reference is not None:
-            times = self.problem.progress_times()
-            pred = self.predict(times)
-            ref = self.reference if times is None else self.reference.select_times(slice(0, len(times)))
-            for k, v in self.problem.progress_metrics(pred, ref).items():
-                row[f"rel_l2_{k}"] = v
-        self.history.append(row)
-        log.info("step %d: %s", self.step, ", ".join(f"{k}={v:.4g}" for k, v in row.items() if k != "step"))
-        if self.out_dir is not None:
-            write_text(self.out_dir / "convergence.csv", _csv(self.history))
-            if self.options.tensorboard:
-                self._tensorboard(row, pred)
-
-    def _tensorboard(self, row: dict, pred) -> None:
-        """The logged row as scalars and the fields as images, into ``out_dir/tb`` (writer rank)."""
-        from .tensorboard import TensorBoardLog
-
-        if getattr(self, "_tb", None) is None:  # SlabTrainer's slabs log through this too
-            self._tb = TensorBoardLog(self.out_dir / "tb")
-        self._tb.scalars(row)
-        self._tb.images(pred if pred is not None else self.predict(self.problem.progress_times()), row["step"])
-        self._tb.flush()
+            for cb in self.callbacks:
+                cb.on_train_end(self)
 
     # checkpoints ----------------------------------------------------------------------------------
     @property
@@ -626,12 +561,12 @@ class Trainer:
         return {
             "package_version": __version__, "problem": self.problem.name, "config": self.problem.config,
             "world": self.ctx.world, "layout": self.ctx.extra.get("layout"), "parallel": self.ctx.extra.get("parallel"),
-            "step": self.step, "model": self.model.state_dict(),
-            **self.stepper.state_dict(), "finish": self.in_finish, "balance_weights": self.balance_weights.clone(),
+            "step": self.step, "step_offset": self.step_offset, "model": self.model.state_dict(),
+            **self.stepper.state_dict(), "balance_weights": self.balance_weights.clone(),
             "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
             "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
-            **self.extra_state,
+            "callbacks": {type(cb).__name__: cb.state_dict(self) for cb in self.callbacks},
         }
 
     def save_checkpoint(self) -> None:
@@ -679,9 +614,10 @@ class Trainer:
                               + "; use the same preset, --steps, --seed, --dtype, --set values and parallel options "
                               "(the run's OUT/config.toml holds them all)")
         check_parallel(state, self.ctx)
+        saved = state.get("callbacks", {})
+        for cb in self.callbacks:  # in order: a time slab's network is rebuilt before its weights load
+            cb.load_state_dict(self, saved.get(type(cb).__name__))
         self.model.load_state_dict(state["model"])
-        if state.get("finish") and not self.in_finish:
-            self._enter_finish()
         if "balance_weights" in state:
             self.balance_weights.copy_(state["balance_weights"])
             self._push_balance_weights()
@@ -690,7 +626,7 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"])
         np.random.set_state(state["numpy_rng"])
         random.setstate(state["python_rng"])
-        self.step, self.wall_s = state["step"], state["wall_s"]
+        self.step, self.step_offset, self.wall_s = state["step"], state["step_offset"], state["wall_s"]
         self.points_processed, self.history = state["points_processed"], state["history"]
         self._eval_model = None
 
@@ -795,14 +731,3 @@ def _diff_keys(a, b, prefix: str = "") -> list[str]:
             out += _diff_keys(a.get(k), b.get(k), f"{prefix}{k}.")
         return out
     return [] if a == b else [prefix.rstrip(".")]
-
-
-def _csv(rows: list[dict]) -> str:
-    names: list[str] = []
-    for r in rows:
-        names += [k for k in r if k not in names]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=names)
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
