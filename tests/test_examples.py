@@ -148,3 +148,15 @@ def test_point_source_family_example_sweeps_probes_and_inverts(tmp_path):
     # the truth is (0.45 m, 0.52 m, 1.05 GHz); 1 % noise leaves a relative misfit of about 0.01^2
     assert np.allclose(got, [0.45, 0.52, 1.05], atol=5e-3), line
     assert float(line.split("misfit ")[1].split(",")[0]) < 2e-4, line
+
+
+def test_callbacks_example_stops_at_the_first_step_below_its_target():
+    """examples/callbacks.py: the run ends at the first logged step whose Ez error is below the target (the row
+    before is not), with the checkpoint written; the loss trace has one entry per step, equal to the log's."""
+    main = _class("callbacks", "main")
+    got = main(["--target", "0.3", "--log-every", "50"])
+    rows, step = got["history"], got["step"]
+    errors = [r["rel_l2_full_Ez"] for r in rows]
+    assert got["reached"] == (step, errors[-1]) and errors[-1] < 0.3 <= errors[-2]
+    assert rows[-1]["step"] == step < 2000 and step % 50 == 0
+    assert len(got["trace"]) == step and got["trace"][-1] == rows[-1]["loss"]

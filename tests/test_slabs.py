@@ -217,3 +217,20 @@ def test_a_problem_without_time_is_refused():
     cfg["training"]["slabs"] = 2
     with pytest.raises(ConfigError, match="needs a time-dependent problem"):
         Trainer(cls(cfg), progress=False)
+
+
+def test_init_from_starts_the_first_slab_and_carries_into_the_next(tmp_path):
+    """training.init_from loads the finished run's network once, into the first slab's; the second slab's network
+    is built on it (its frozen part starts from those weights, trained on in slab 0)."""
+    from elecsolver.export import export_run
+
+    p = _problem(steps=2, slabs=1)
+    start = Trainer(p, progress=False, out_dir=tmp_path)
+    start.train()
+    export_run(start, None, tmp_path, "ci")
+    q = _problem()
+    q.config["training"]["init_from"] = str(tmp_path)
+    tr = Trainer(type(q)(q.config), progress=False)
+    assert torch.equal(_params(tr.model), _params(start.model))
+    tr.train()
+    assert _slab(tr) == 1 and tr.step == 6 and isinstance(tr.model, SlabNetwork)

@@ -84,7 +84,8 @@ class Callback:
 
     def on_read(self, trainer, loss: float, terms: list[float], end: int) -> None:
         """The global loss (float) and its terms (one per loss term, in ``trainer.constraints``' order), read
-        back after this step; every rank gets the same values and calls this (it may be collective)."""
+        back after this step; every rank gets the same values and calls this (it may be collective).  Setting
+        ``trainer.should_stop = True`` here ends the ``train`` call after this step, with a checkpoint."""
 
     def on_train_end(self, trainer) -> None:
         """When a :meth:`~elecsolver.training.trainer.Trainer.train` call returns or raises."""

@@ -183,7 +183,7 @@ class Slabs(Callback):
 
     def on_train_start(self, trainer, end) -> None:
         # logged here, not when the trainer is built: the CLI opens the rank log file in between
-        if trainer.step < end:
+        if trainer.step < end and trainer.segment_step < trainer.segment_options.total_steps:  # else the switch logs
             self._log_slab(trainer)
 
     def before_step(self, trainer) -> None:

@@ -127,6 +127,7 @@ class Trainer:
             self._init_from(self.options.init_from)
         self.step, self.wall_s, self.points_processed, self.step_offset = 0, 0.0, 0, 0
         self.history: list[dict] = []
+        self.should_stop = False  # set by a callback's on_read to end the train call after this step
         segment = problem
         for cb in self.callbacks:
             segment, model = cb.first_segment(self, segment, model)
@@ -505,6 +506,10 @@ class Trainer:
         non-finite loss is then reported at the first such step after it).  The wall time counts to the end of the
         device's work, without the callbacks' reads.
 
+        A callback ends the call early by setting :attr:`should_stop` in ``on_read``: the loop then writes the
+        checkpoint and returns (``--resume`` would continue the run).  The values ``on_read`` gets are the same on
+        every rank, so a decision taken from them stops every rank at the same step.
+
         A stop request (SIGINT, SIGTERM or SIGUSR1 under :func:`elecsolver.training.interrupt.stop_requests`) ends
         the loop after the current step: one process looks after every step; several ranks agree every
         :data:`~elecsolver.training.interrupt.CHECK_EVERY` steps (every :attr:`SYNC_EVERY` on a GPU) through the
@@ -546,6 +551,11 @@ class Trainer:
                     raise FloatingPointError(f"the loss became {loss} {where}; lower training.lr")
                 for cb in self.callbacks:
                     cb.on_read(self, loss, terms, end)
+                if self.should_stop:  # a callback ended the run here (the same step on every rank)
+                    self.should_stop = False
+                    self.save_checkpoint()
+                    log.info("step %d: a callback stopped the training", self.step)
+                    return
                 t0 = time.perf_counter()
         finally:
             for cb in self.callbacks:
