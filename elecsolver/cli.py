@@ -659,6 +659,12 @@ def _guarded(fn) -> int:
     except KeyboardInterrupt:  # Ctrl-C before or after training (inside it, a stop request ends the step)
         print("elecsolver: interrupted by SIGINT (outside training: no checkpoint written)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed by its reader (elecsolver plan ... | head): stop quietly, as a
+        # process killed by SIGPIPE would; stdout goes to /dev/null so that the flush at exit does not fail again
+        # (the Python docs' "Note on SIGPIPE", signal module)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
 
 
 def _launch_rank() -> int:

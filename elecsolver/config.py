@@ -80,6 +80,15 @@ def _coerce(key: str, old: Any, new: Any, source: str = "--set ") -> Any:
     raise ConfigError(f"{source}{key}: expected {_type_name(old)} (like {json.dumps(old)}), got {json.dumps(new)}")
 
 
+def did_you_mean(word: str, choices) -> str:
+    """``" (did you mean 'steps'?)"`` for the choice closest to a mistyped ``word`` (difflib's ratio >= 0.6), or
+    ``""`` when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def set_value(config: dict, key: str, value: Any, source: str = "--set ") -> None:
     """Set the entry at dotted ``key`` to ``value`` in place, keeping its type.
 
@@ -94,7 +103,8 @@ def set_value(config: dict, key: str, value: Any, source: str = "--set ") -> Non
         if not isinstance(node, dict) or part not in node:
             where = ".".join(parts[:i]) or "the top level"
             choices = ", ".join(sorted(node)) if isinstance(node, dict) else "none"
-            raise ConfigError(f"unknown configuration key {key!r}: {where} has {choices}")
+            hint = did_you_mean(part, node) if isinstance(node, dict) else ""
+            raise ConfigError(f"unknown configuration key {key!r}{hint}: {where} has {choices}")
         if i == len(parts) - 1:
             node[part] = _coerce(key, node[part], value, source)
         else:
@@ -137,7 +147,7 @@ def merge(base: dict, changes: dict, path: str = "") -> dict:
         elif k in out:
             out[k] = _coerce(key, out[k], v)
         else:
-            raise ConfigError(f"unknown configuration key {key!r}")
+            raise ConfigError(f"unknown configuration key {key!r}{did_you_mean(k, out)}")
     return out
 
 
@@ -256,7 +266,8 @@ def apply_file(config: dict, path, *, extras: dict | None = None, parsed: tuple[
         elif k in out:
             walk(out, {k: v}, "")
         else:
-            fail(k, f"unknown configuration key {k!r}: the top level has {', '.join(sorted([*out, *extra]))}")
+            fail(k, f"unknown configuration key {k!r}{did_you_mean(k, [*out, *extra])}: the top level has "
+                 f"{', '.join(sorted([*out, *extra]))}")
     return out, extra
 
 

@@ -58,7 +58,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from elecsolver.config import ConfigError
+from elecsolver.config import ConfigError, did_you_mean
 
 from .planner import MemoryCoefficients, TimeCoefficients
 
@@ -211,7 +211,8 @@ def _check_keys(data: dict, where: str) -> None:
         unknown = sorted(set(node) - known)
         if unknown:
             place = f"[{section}]" if section else "the top level"
-            raise MachineError(f"{where}: unknown key(s) {unknown} in {place}; it has {sorted(known)}")
+            hint = did_you_mean(unknown[0], known)
+            raise MachineError(f"{where}: unknown key(s) {unknown} in {place}{hint}; it has {sorted(known)}")
 
 
 def _number(data: dict, key: str, where: str, positive: bool = True) -> float:

@@ -11,12 +11,16 @@ all-reduce), so that an imbalance between ranks or stages shows.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
 import time
 
 import torch
 
-__all__ = ["COMMUNICATION_MARKERS", "is_communication", "peak_allocated_mib", "profile_steps", "split_times"]
+__all__ = ["COMMUNICATION_MARKERS", "is_communication", "peak_allocated_mib", "profile_steps", "quiet_profile",
+           "split_times"]
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +32,37 @@ def is_communication(name: str) -> bool:
     """Whether a profiler event name is a torch.distributed operation."""
     n = name.lower()
     return any(m in n for m in COMMUNICATION_MARKERS)
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """File descriptor 2 to /dev/null inside the block (what C++ code writes there included), restored after."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def quiet_profile(**kwargs):
+    """:class:`torch.profiler.profile` (``kwargs`` are its arguments) without the lines that its C++ side (Kineto)
+    writes to stderr when it starts and stops (``USDT: ... profiler_start``), which no setting turns off: stderr is
+    silenced around the start and the stop only, not while the profiled code runs."""
+    from torch.profiler import profile
+
+    prof = profile(**kwargs)
+    with _stderr_silenced():
+        prof.start()
+    try:
+        yield prof
+    finally:
+        with _stderr_silenced():
+            prof.stop()
 
 
 def split_times(prof) -> tuple[float, float]:
@@ -55,9 +90,9 @@ def peak_allocated_mib(fn) -> float:
     RuntimeError
         If this torch build's profiler records no memory events.
     """
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with quiet_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
                     if e.name() == "[memory]")
@@ -80,11 +115,11 @@ def profile_steps(trainer, stop_after: int | None = None, steps: int = 3) -> dic
     n = max(0, min(steps, end - trainer.step))
     if n == 0:
         return {}
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     t0 = time.perf_counter()
-    with profile(activities=activities) as prof:
+    with quiet_profile(activities=activities) as prof:
         for _ in range(n):  # the steps alone: no logging, evaluation or checkpoint inside the measurement
             trainer.train_step()
     wall = (time.perf_counter() - t0) / n

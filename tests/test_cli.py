@@ -237,3 +237,16 @@ def test_no_core_module_imports_the_command_line():
                  if p.name not in ("cli.py", "__init__.py") or p.parent != root
                  if pattern.search(p.read_text())]
     assert offenders == []
+
+
+def test_a_closed_stdout_ends_the_command_quietly(capfd):
+    """``elecsolver plan ... | head``: the reader closing the pipe ends the command with 128 + SIGPIPE and no
+    traceback, whatever it was printing."""
+    from elecsolver.cli import _guarded
+
+    def plan():
+        print("--dp 8 --tp 1 --pp 1")
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert _guarded(plan) == 141
+    assert capfd.readouterr().err == ""

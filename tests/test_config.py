@@ -34,6 +34,7 @@ def test_overrides_parse_json_and_keep_types():
 @pytest.mark.parametrize("item,match", [
     ("no.such.key=1", "unknown configuration key"),
     ("source.nope=1", "unknown configuration key"),
+    ("training.stpes=3", r"unknown configuration key 'training.stpes' \(did you mean 'steps'\?\): training has"),
     ("source.sigma=true", "expected a number"),
     ("training.steps=1.5", "expected an integer"),
     ("network.hard_initial=1", "expected a boolean"),

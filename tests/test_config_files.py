@@ -55,9 +55,10 @@ def test_set_and_flags_override_the_file(tmp_path):
 
 @pytest.mark.parametrize("text, where, what", [
     ("training = 3\n[nonsense\n", "line 2", "not valid TOML"),
-    ('[training]\nsteps = 5\nstpes = 5\n', "line 3", "unknown configuration key 'training.stpes'"),
+    ('[training]\nsteps = 5\nstpes = 5\n', "line 3",
+     "unknown configuration key 'training.stpes' (did you mean 'steps'?)"),
     ('[source]\nfrequency = "1 GHz"\n', "line 2", "source.frequency: expected a number"),
-    ('[parallel]\ntp = 2\nshards = 2\n', "line 3", "unknown configuration key 'parallel.shards'"),
+    ('[parallel]\ntp = 2\nshards = 2\n', "line 3", "unknown configuration key 'parallel.shards': "),  # none close
     ('[training]\nfinish = {steps = 2.5}\n', "line 2", "training.finish.steps: expected an integer"),
     ('[training]\nsteps = 0\n', None, "training.steps must be >= 1"),
 ])

@@ -158,8 +158,8 @@ def test_machine_round_trip(tmp_path):
     (("s_per_mac = 3.3e-13", "s_per_mac = -1.0"), "compute.s_per_mac must be a positive number, got -1.0"),
     (("[inter_node]", "[between_nodes]"), "unknown key(s) ['between_nodes'] in the top level"),
     (("measured = false", "measured = \"no\""), "measured must be true"),
-    (("plain = 8.43", "plian = 8.43"), "unknown key(s) ['plian'] in [activations]"),
-    (("nodes = 8", "nodes = 8\nbogus_key = 1"), "unknown key(s) ['bogus_key'] in the top level"),
+    (("plain = 8.43", "plian = 8.43"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
+    (("nodes = 8", "nodes = 8\nbogus_key = 1"), "unknown key(s) ['bogus_key'] in the top level; it has"),
     (("memory_per_rank = \"80GB\"", ""), "needs memory_per_rank"),
     (("global_s = 5.0e-3", ""), "needs compute.global_s"),
 ])

@@ -254,3 +254,18 @@ def test_time_calibration_recovers_the_rates(monkeypatch):
     co = planner.calibrate_time(p, 1e-4, 1e-9)
     assert (co.s_per_mac, co.s_per_point, co.global_s, co.microbatch_s, co.recompute_factor) == pytest.approx(
         (s_mac, s_pt, g, mb, r), rel=1e-9)
+
+
+def test_the_allocation_peak_is_measured_without_the_profilers_lines_on_stderr(capfd):
+    """peak_allocated_mib of one 4 MiB float32 tensor and its 4 MiB sum is 8 MiB, and the lines the profiler's C++
+    side writes when it starts and stops ("USDT: ... profiler_start") do not reach stderr."""
+    import sys
+
+    import torch
+    from elecsolver.parallel.profiling import peak_allocated_mib
+
+    peak = peak_allocated_mib(lambda: torch.ones(1 << 20) + 1)
+    print("still here", file=sys.stderr)
+    err = capfd.readouterr().err
+    assert abs(peak - 8.0) < 0.01, peak
+    assert "profiler_" not in err and "still here" in err
