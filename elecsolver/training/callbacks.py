@@ -182,32 +182,35 @@ class LeastSquares(Callback):
             trainer.least_squares()
 
 
-class Refine(Callback):
+class _PointsRound(Callback):
+    """A round on the points after every ``sampling.<every>`` steps of the main phase: the trainer's method
+    ``method`` (collective)."""
+
+    every: ClassVar[str]
+    method: ClassVar[str]
+
+    @classmethod
+    def wanted(cls, problem) -> bool:
+        return bool(getattr(problem.sampling, cls.every))
+
+    def after_step(self, trainer) -> None:
+        every, k = getattr(trainer.problem.sampling, self.every), trainer.segment_step
+        if every and k % every == 0 and k < trainer.segment_options.steps:
+            getattr(trainer, self.method)()
+
+
+class Refine(_PointsRound):
     """Residual-based adaptive refinement (RAR, ``sampling.rar_every``) after every so many steps of the main
     phase (:meth:`~elecsolver.training.trainer.Trainer.refine`); the added points are in the trainer's state."""
 
-    @classmethod
-    def wanted(cls, problem) -> bool:
-        return bool(problem.sampling.rar_every)
-
-    def after_step(self, trainer) -> None:
-        every, k = trainer.problem.sampling.rar_every, trainer.segment_step
-        if every and k % every == 0 and k < trainer.segment_options.steps:
-            trainer.refine()
+    every, method = "rar_every", "refine"
 
 
-class Redistribute(Callback):
+class Redistribute(_PointsRound):
     """Residual-based adaptive distribution (RAD, ``sampling.rad_every``) after every so many steps of the main
     phase (:meth:`~elecsolver.training.trainer.Trainer.redistribute`)."""
 
-    @classmethod
-    def wanted(cls, problem) -> bool:
-        return bool(problem.sampling.rad_every)
-
-    def after_step(self, trainer) -> None:
-        every, k = trainer.problem.sampling.rad_every, trainer.segment_step
-        if every and k % every == 0 and k < trainer.segment_options.steps:
-            trainer.redistribute()
+    every, method = "rad_every", "redistribute"
 
 
 # what the run leaves behind ------------------------------------------------------------------------------------
