@@ -11,19 +11,10 @@ from dp_worker import small_problem
 
 from elecsolver import capabilities
 from elecsolver.trainer import Trainer
-from elecsolver.training.callbacks import (
-    Balance,
-    Callback,
-    Checkpoint,
-    Finish,
-    LeastSquares,
-    Log,
-    ProgressBar,
-    Redistribute,
-    Refine,
-    default_callbacks,
-)
+from elecsolver.training import callbacks as cb
+from elecsolver.training.callbacks import Callback
 from elecsolver.training.slabs import Slabs
+from elecsolver.training.trainer import default_callbacks
 
 
 def _params(trainer) -> torch.Tensor:
@@ -31,17 +22,17 @@ def _params(trainer) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(("options", "kinds"), [
-    ({}, [Balance, Log, Checkpoint, ProgressBar]),  # the point source's ci preset balances its terms
+    ({}, [cb.Balance, cb.Log, cb.Checkpoint, cb.ProgressBar]),  # the point source's ci preset balances its terms
     ({"finish": True, "balance": True, "least_squares": True, "rar": True, "rad": True},
-     [Finish, Balance, LeastSquares, Refine, Redistribute, Log, Checkpoint, ProgressBar]),
-    ({"slabs": True, "finish": True}, [Slabs, Finish, Balance, Log, Checkpoint, ProgressBar]),
+     [cb.Finish, cb.Balance, cb.LeastSquares, cb.Refine, cb.Redistribute, cb.Log, cb.Checkpoint, cb.ProgressBar]),
+    ({"slabs": True, "finish": True}, [Slabs, cb.Finish, cb.Balance, cb.Log, cb.Checkpoint, cb.ProgressBar]),
 ])
 def test_the_configuration_turns_on_its_callbacks_with_their_capabilities(options, kinds):
     p = small_problem(**options)
     callbacks = default_callbacks(p)
-    assert [type(cb) for cb in callbacks] == kinds
+    assert [type(c) for c in callbacks] == kinds
     on = capabilities.active(training=p.training, problem=p)
-    declared = {cb.capability for cb in callbacks} - {None}
+    declared = {c.capability for c in callbacks} - {None}
     assert declared <= on  # what a callback declares is what the table checks
     assert all(name in capabilities.CAPABILITIES for name in declared)
 

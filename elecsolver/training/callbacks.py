@@ -12,7 +12,7 @@
                                    the log row, the checkpoint, the bar's loss
 
 and ``on_train_start`` / ``on_train_end`` around each call of ``train``.  The callbacks run in list order:
-:func:`default_callbacks` puts the time slabs before the finish, the finish before the balancing, the log
+:func:`~elecsolver.training.trainer.default_callbacks` puts the time slabs before the finish, the finish before the balancing, the log
 before the checkpoint (the checkpoint holds the logged row).  A callback names the capability it turns on
 (:mod:`elecsolver.capabilities`: what it does not combine with is declared there, once) and keeps its state in
 the checkpoint under its class name (``state_dict`` / ``load_state_dict``, called in list order before the
@@ -41,7 +41,7 @@ import torch
 from ..io.atomic import write_text
 
 __all__ = ["Balance", "Callback", "Checkpoint", "Finish", "LeastSquares", "Log", "ProgressBar", "Redistribute",
-           "Refine", "default_callbacks"]
+           "Refine"]
 
 log = logging.getLogger("elecsolver.trainer")
 
@@ -60,7 +60,8 @@ class Callback:
 
     @classmethod
     def wanted(cls, problem) -> bool:
-        """Whether ``problem``'s configuration turns this feature on (:func:`default_callbacks` builds those)."""
+        """Whether ``problem``'s configuration turns this feature on (:func:`~elecsolver.training.trainer.
+        default_callbacks` builds those)."""
         return False
 
     def first_segment(self, trainer, problem, model):
@@ -335,23 +336,6 @@ class ProgressBar(Callback):
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-
-
-def default_callbacks(problem, progress: bool = True) -> list[Callback]:
-    """The callbacks ``problem``'s configuration turns on, in the loop's order: time slabs, the finish, balancing,
-    least squares, RAR, RAD, the log, the checkpoint, the progress bar (``progress`` False: none).
-
-    Raises
-    ------
-    elecsolver.config.ConfigError
-        From a callback that does not fit the problem (time slabs on a problem without time).
-    """
-    from .slabs import Slabs
-
-    kinds = (Slabs, Finish, Balance, LeastSquares, Refine, Redistribute, Log, Checkpoint)
-    out: list[Callback] = [Slabs(problem) if kind is Slabs else kind() for kind in kinds if kind.wanted(problem)]
-    out.append(ProgressBar(progress))
-    return out
 
 
 def _csv(rows: list[dict]) -> str:

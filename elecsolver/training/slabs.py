@@ -39,6 +39,7 @@ from ..geometry import TimeDomain
 from ..jets import Jet
 from ..networks import at_time
 from .callbacks import Callback
+from .checkpoints import ResumeError
 
 __all__ = ["SlabNetwork", "Slabs", "slab_bounds", "slab_problem"]
 
@@ -196,8 +197,6 @@ class Slabs(Callback):
         return {"slab": self.slab}
 
     def load_state_dict(self, trainer, state) -> None:
-        from .trainer import ResumeError
-
         k = None if state is None else state.get("slab")
         if k is None or not (0 <= k < self.n):
             raise ResumeError(f"--resume: the checkpoint was not written by a run with training.slabs={self.n}; use "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import pickle
 import random
 import time
 from pathlib import Path
@@ -29,28 +28,57 @@ from .._version import __version__
 from ..config import ConfigError
 from ..io.atomic import atomic_path
 from ..problem import Problem
-from .callbacks import Callback, default_callbacks
+from .callbacks import (
+    Balance,
+    Callback,
+    Checkpoint,
+    Finish,
+    LeastSquares,
+    Log,
+    ProgressBar,
+    Redistribute,
+    Refine,
+)
+from .checkpoints import (
+    ResumeError,
+    check_parallel,
+    config_differences,
+    parallel_differences,
+    read_checkpoint,
+)
 from .context import RunContext, launched_world_size
 from .interrupt import CHECK_EVERY, Interrupted, pending
 from .loss import constraint_residual, loss_terms
 from .points import Points
+from .slabs import Slabs
 from .step import Step
 
-__all__ = ["ResumeError", "Trainer", "build_model"]
+__all__ = ["ResumeError", "Trainer", "build_model", "default_callbacks", "read_checkpoint"]
 
 log = logging.getLogger("elecsolver.trainer")
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-class ResumeError(ValueError):
-    """A checkpoint that does not belong to this run (other configuration or package version)."""
-
-
 def build_model(problem: Problem, device: str | torch.device = "cpu") -> nn.Module:
     """The problem's network, initialised from ``training.seed``, on ``device`` in ``training.dtype``."""
     torch.manual_seed(problem.training.seed)
     return problem.build_network().to(device=torch.device(device), dtype=DTYPES[problem.training.dtype])
+
+
+def default_callbacks(problem: Problem, progress: bool = True) -> list[Callback]:
+    """The callbacks ``problem``'s configuration turns on, in the loop's order: time slabs, the finish, balancing,
+    least squares, RAR, RAD, the log, the checkpoint, the progress bar (``progress`` False: none shown).
+
+    Raises
+    ------
+    ConfigError
+        From a callback that does not fit the problem (time slabs on a problem without time).
+    """
+    kinds = (Slabs, Finish, Balance, LeastSquares, Refine, Redistribute, Log, Checkpoint)
+    out: list[Callback] = [Slabs(problem) if kind is Slabs else kind() for kind in kinds if kind.wanted(problem)]
+    out.append(ProgressBar(progress))
+    return out
 
 
 class Trainer:
@@ -80,7 +108,7 @@ class Trainer:
         ``check_gradients(params) -> bool``, the loss-scale check of :class:`~elecsolver.training.step.Step`.
     callbacks : sequence of Callback, optional
         Hooks of one's own (:class:`~elecsolver.training.callbacks.Callback`), run after the ones the
-        configuration turns on (:func:`~elecsolver.training.callbacks.default_callbacks`).
+        configuration turns on (:func:`default_callbacks`).
 
     ``step``, ``wall_s`` (s), ``points_processed`` and ``history`` count over the whole run.  With ``training.slabs``
     > 1 the run is trained slab by slab (:class:`~elecsolver.training.slabs.Slabs`): ``segment_step``,
@@ -617,7 +645,7 @@ class Trainer:
             raise ResumeError(f"--resume: the checkpoint was written by elecsolver {state['package_version']}, "
                               f"this is {__version__}; start a fresh run")
         if state["config"] != self.problem.config or state["problem"] != self.problem.name:
-            diff = _diff_keys(state["config"], self.problem.config)
+            diff = config_differences(state["config"], self.problem.config)
             more = parallel_differences(state, self.ctx)
             raise ResumeError(f"--resume: the configuration differs from the checkpoint's in {', '.join(diff)}"
                               + (f", and the parallel options too ({', '.join(more)})" if more else "")
@@ -668,25 +696,6 @@ class _SolveStep:
         pass
 
 
-def read_checkpoint(path: Path) -> dict:
-    """The state in a checkpoint file, on the host (random-number states must stay CPU tensors).
-
-    Raises
-    ------
-    ResumeError
-        If the file is truncated, corrupted or not a checkpoint of this package (the message names the file).
-    """
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError, AttributeError, KeyError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ResumeError(f"--resume: cannot read the checkpoint {path} ({reason}): it is truncated or corrupted; "
-                          "start a fresh run (or restore the file)") from None
-    if not (isinstance(state, dict) and {"package_version", "config", "model", "step"} <= state.keys()):
-        raise ResumeError(f"--resume: {path} is not an elecsolver checkpoint; start a fresh run")
-    return state
-
-
 def cxx_compiler() -> str | None:
     """The C++ compiler torch.compile's CPU code generation would use: ``$CXX`` if set, else the first of g++, c++,
     clang++ on the PATH; None if there is none."""
@@ -696,48 +705,3 @@ def cxx_compiler() -> str | None:
     if cxx:
         return shutil.which(cxx) or None
     return next((path for name in ("g++", "c++", "clang++") if (path := shutil.which(name))), None)
-
-
-# the parallel options a resume must keep: the model's split (tp, pp), how the points are shared (dp) and cut
-# (microbatches), and what the optimizer state and loss scaler hold (zero, precision); schedule and recompute change
-# neither the numbers nor the state
-RESUME_PARALLEL_KEYS = ("dp", "tp", "pp", "microbatches", "zero", "precision")
-
-
-def parallel_differences(state: dict, ctx: RunContext) -> list[str]:
-    """Each of :data:`RESUME_PARALLEL_KEYS` on which the checkpoint ``state`` and the run's context differ, as
-    ``"zero False -> True"`` (none when either lacks the options)."""
-    mine, theirs = ctx.extra.get("parallel"), state.get("parallel")
-    if mine is None or theirs is None:
-        return []
-    return [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in RESUME_PARALLEL_KEYS if theirs.get(k) != mine.get(k)]
-
-
-def check_parallel(state: dict, ctx: RunContext) -> None:
-    """Refuse to resume a checkpoint written under other parallel options (:data:`RESUME_PARALLEL_KEYS`); those of
-    the run are in ``ctx.extra["parallel"]`` (``elecsolver.parallel.apply_parallelism``), the checkpoint's under
-    "parallel" (absent from a run built without it: then only the layout is compared).
-
-    Raises
-    ------
-    ResumeError
-        Naming each option that differs, with both values.
-    """
-    diff = parallel_differences(state, ctx)
-    if diff:
-        raise ResumeError(f"--resume: the checkpoint was written under other parallel options ({', '.join(diff)}); "
-                          "resume with the same [parallel] section or flags (its OUT/config.toml has them)")
-    shards = [(lay or {}).get("tp", 1) * 100 + (lay or {}).get("pp", 1) for lay in (state.get("layout"),
-                                                                                   ctx.extra.get("layout"))]
-    if shards[0] != shards[1]:  # a checkpoint holds one shard of a model split differently
-        raise ResumeError(f"--resume: the checkpoint was written with the parallel layout {state.get('layout')}, "
-                          f"this run has {ctx.extra.get('layout')}; resume with the same --tp and --pp")
-
-
-def _diff_keys(a, b, prefix: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            out += _diff_keys(a.get(k), b.get(k), f"{prefix}{k}.")
-        return out
-    return [] if a == b else [prefix.rstrip(".")]
