@@ -52,7 +52,8 @@ def train(problem, **kwargs):
     ("cpu"/"cuda"), ``preset`` (recorded), ``resume``, ``stop_after``, ``quiet``, and ``parallel``: a dict or
     ``elecsolver.parallel.ParallelOptions`` with ``dp``, ``tp``, ``pp``, ``microbatches``, ``schedule``,
     ``zero``, ``recompute``, ``precision``, ``profile`` (docs/parallel.md), e.g. ``parallel={"tp": 2}`` under
-    ``mpirun -n 2``.  Returns the metrics dict on the writer rank (None elsewhere, or when stopped early).
+    ``mpirun -n 2``; ``callbacks``: hooks of one's own in the training loop (:mod:`elecsolver.training.callbacks`).
+    Returns the metrics dict on the writer rank (None elsewhere, or when stopped early).
     """
     from .cli import train as _train
 

@@ -354,7 +354,7 @@ def _checkpoint_parallel(path: Path, parallel, quiet: bool):
 
 def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", preset: str | None = None,
           resume: bool = False, stop_after: int | None = None, quiet: bool = False, parallel=None,
-          machine=None) -> dict | None:
+          machine=None, callbacks=()) -> dict | None:
     """Train ``problem`` and write its outputs: data parallel over the ranks a launcher started.
 
     Under ``mpirun``, ``torchrun`` or ``srun`` every rank calls this with the same problem; the ranks join
@@ -386,6 +386,10 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     machine : str or Machine, optional
         With ``parallel="auto"``: the machine description to plan for (a TOML path, a shipped name, or a
         :class:`~elecsolver.parallel.machine.Machine`; default the shipped ``cpu-2core``).
+    callbacks : list of Callback, optional
+        Hooks of one's own in the training loop (:mod:`elecsolver.training.callbacks`), the same on every rank; a
+        run that one of them stops (``trainer.should_stop``) returns None with its checkpoint written, as
+        ``stop_after`` does.
 
     Returns
     -------
@@ -425,10 +429,10 @@ def train(problem, *, out: str | os.PathLike = "out", device: str = "cpu", prese
     options = ParallelOptions.coerce(parallel)
     options.validate(problem.training, launched_world_size())  # one clear line before any rank waits for another
     with stop_requests():  # SIGINT / SIGTERM / SIGUSR1: stop after a step with a checkpoint (Interrupted)
-        return _train(problem, out, device, preset, resume, stop_after, quiet, options)
+        return _train(problem, out, device, preset, resume, stop_after, quiet, options, callbacks)
 
 
-def _train(problem, out, device, preset, resume, stop_after, quiet, options):
+def _train(problem, out, device, preset, resume, stop_after, quiet, options, callbacks=()):
     from .config import ConfigError
     from .export import export_run
     from .parallel.data_parallel import init_data_parallel, shutdown
@@ -443,8 +447,8 @@ def _train(problem, out, device, preset, resume, stop_after, quiet, options):
             model, context = apply_parallelism(problem, comm, dev, options)
         except ValueError as exc:  # a layout the network does not fit (widths, stages): the same on every rank
             raise ConfigError(str(exc)) from None
-        trainer = Trainer(problem, model, context, device=str(dev), out_dir=out,
-                          progress=not quiet)  # checks every residual: nothing is written before this
+        trainer = Trainer(problem, model, context, device=str(dev), out_dir=out, progress=not quiet,
+                          callbacks=callbacks)  # checks every residual: nothing is written before this
         if resume:  # a checkpoint of another configuration is refused before anything is written
             trainer.load_checkpoint()  # this rank's shard file under tp / pp
             if stop_after is not None and stop_after <= trainer.step:  # the same on every rank

@@ -5,6 +5,13 @@ uninterrupted run bit for bit, with its own state restored."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from dp_worker import small_problem
@@ -74,7 +81,7 @@ def test_a_callback_of_ones_own_sees_every_step_and_the_logged_loss():
     assert [r["step"] for r in rec.rows] == [s for s, _, _ in rec.reads] == [1, 2, 3, 4, 5, 6]
     assert [r["loss"] for r in rec.rows] == [loss for _, loss, _ in rec.reads]  # exactly the logged value
     assert all(loss == total for _, loss, total in rec.reads)
-    assert tr.callbacks[-1] is rec
+    assert tr.callbacks[-3] is rec  # after the defaults, before the checkpoint and the progress bar
 
 
 def test_a_callback_stops_the_run_and_a_resume_equals_the_uninterrupted_run(tmp_path):
@@ -93,3 +100,79 @@ def test_a_callback_stops_the_run_and_a_resume_equals_the_uninterrupted_run(tmp_
     assert resumed.step == 5 and second.count == 5
     assert torch.equal(_params(whole), _params(resumed))
     assert [r["loss"] for r in resumed.history] == [r["loss"] for r in whole.history]
+
+
+def test_a_checkpoint_holds_each_callbacks_state_of_its_step(tmp_path):
+    """The checkpoint the trainer writes itself (at the end of train(stop_after=...)) is written after the own
+    callbacks' on_read, and two instances of one class keep their own states (``Recorder``, ``Recorder#1``); the
+    folder is made if missing."""
+    out = tmp_path / "not" / "yet"
+    a, b = Recorder(), Recorder()
+    b.count = 100
+    tr = Trainer(small_problem(), progress=False, out_dir=out, callbacks=[a, b])
+    tr.train(stop_after=4)
+    assert (a.count, b.count) == (4, 104)
+    state = torch.load(out / "checkpoint.pt", weights_only=False)
+    assert state["callbacks"]["Recorder"] == {"count": 4} and state["callbacks"]["Recorder#1"] == {"count": 104}
+    c, d = Recorder(), Recorder()
+    resumed = Trainer(small_problem(), progress=False, out_dir=out, callbacks=[c, d])
+    resumed.load_checkpoint()
+    assert (c.count, d.count) == (4, 104)
+    assert [type(cb).__name__ for cb in resumed.callbacks][-4:] == ["Recorder", "Recorder", "Checkpoint",
+                                                                    "ProgressBar"]
+
+
+def test_should_stop_from_any_hook_ends_the_run_after_that_step():
+    class StopAfter(Callback):
+        def after_step(self, trainer):
+            trainer.should_stop = trainer.step == 2
+
+    tr = Trainer(small_problem(), progress=False, callbacks=[StopAfter()])
+    tr.train()
+    assert tr.step == 2 and not tr.should_stop
+
+
+class _Unpicklable(Callback):
+    def state_dict(self, trainer):
+        import threading
+
+        return {"lock": threading.Lock()}
+
+
+@pytest.mark.parametrize(("callbacks", "words"), [
+    (lambda: None, "callbacks must be a list of instances of elecsolver.training.callbacks.Callback"),
+    (Recorder(), "got Recorder"),
+    ([Recorder], r"got the class Recorder \(pass an instance: Recorder\(\)\)"),
+    ([object()], "got object"),
+])
+def test_bad_callbacks_are_one_clear_error(callbacks, words):
+    with pytest.raises(TypeError, match=words):
+        Trainer(small_problem(), progress=False, callbacks=callbacks)
+
+
+def test_a_state_that_cannot_be_saved_fails_before_the_first_step(tmp_path):
+    tr = Trainer(small_problem(), progress=False, out_dir=tmp_path, callbacks=[_Unpicklable()])
+    with pytest.raises(TypeError, match=r"callback _Unpicklable: its state_dict\(\) cannot be saved in the checkpoint"):
+        tr.train()
+    assert tr.step == 0 and not (tmp_path / "checkpoint.pt").exists()
+
+
+MPIRUN = shutil.which("mpirun", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install 'elecsolver[mpi]')")
+def test_a_stop_asked_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
+    """Under mpirun -n 2, es.train(callbacks=...) with should_stop set on rank 0 alone after step 3: both ranks
+    stop at step 5, where the ranks agree on stop requests (CHECK_EVERY), and the checkpoint holds step 5."""
+    from elecsolver.training.interrupt import CHECK_EVERY
+
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    worker = Path(__file__).resolve().parent / "callback_worker.py"
+    proc = subprocess.run([MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(worker), str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=worker.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = sorted(json.loads(line)["step"] for line in proc.stdout.splitlines() if line.startswith("{"))
+    assert CHECK_EVERY == 5 and steps == [5, 5]
+    assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=False)["step"] == 5

@@ -23,8 +23,9 @@ The steps a callback counts are those of the trainer's current segment, :attr:`T
 <elecsolver.training.trainer.Trainer.segment_options>`: the whole run, or with ``training.slabs`` > 1 the time
 slab being trained (each slab has its own schedule, balancing and finish).
 
-A callback of one's own is a subclass of :class:`Callback` passed as ``Trainer(..., callbacks=[...])``; it runs
-after the default ones (example: ``examples/callbacks.py``).
+A callback of one's own is a subclass of :class:`Callback` passed as ``Trainer(..., callbacks=[...])`` (or
+``elecsolver.train(problem, callbacks=[...])``, which also runs under mpirun); it runs after the default ones but
+before the checkpoint and the progress bar (example: ``examples/callbacks.py``).
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class Callback:
     def on_read(self, trainer, loss: float, terms: list[float], end: int) -> None:
         """The global loss (float) and its terms (one per loss term, in ``trainer.constraints``' order), read
         back after this step; every rank gets the same values and calls this (it may be collective).  Setting
-        ``trainer.should_stop = True`` here ends the ``train`` call after this step, with a checkpoint."""
+        ``trainer.should_stop = True`` (here or in any hook) ends the ``train`` call after this step, with a
+        checkpoint; over several ranks at the next step where the ranks agree on a stop (every
+        :data:`~elecsolver.training.interrupt.CHECK_EVERY` steps), all of them at the same step."""
 
     def on_train_end(self, trainer) -> None:
         """When a :meth:`~elecsolver.training.trainer.Trainer.train` call returns or raises."""
@@ -261,6 +264,7 @@ class Log(Callback):
         trainer.history.append(row)
         log.info("step %d: %s", trainer.step, ", ".join(f"{k}={v:.4g}" for k, v in row.items() if k != "step"))
         if trainer.out_dir is not None:
+            trainer.out_dir.mkdir(parents=True, exist_ok=True)
             write_text(trainer.out_dir / "convergence.csv", _csv(trainer.history))
             if trainer.options.tensorboard:
                 from .tensorboard import TensorBoardLog

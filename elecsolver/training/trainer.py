@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import pickle
 import random
 import time
 from pathlib import Path
@@ -66,6 +67,25 @@ def build_model(problem: Problem, device: str | torch.device = "cpu") -> nn.Modu
     return problem.build_network().to(device=torch.device(device), dtype=DTYPES[problem.training.dtype])
 
 
+def _with_own(defaults: list[Callback], own) -> list[Callback]:
+    """``own`` callbacks after the default ones, before the checkpoint and the progress bar (so that a checkpoint
+    holds their state of its step).
+
+    Raises
+    ------
+    TypeError
+        If ``own`` is not a list or tuple of :class:`Callback` instances.
+    """
+    if not isinstance(own, (list, tuple)) or not all(isinstance(cb, Callback) for cb in own):
+        got = own if not isinstance(own, (list, tuple)) else next(cb for cb in own if not isinstance(cb, Callback))
+        what = f"the class {got.__name__} (pass an instance: {got.__name__}())" if isinstance(got, type) else \
+            f"{type(got).__name__} {got!r:.60}"
+        raise TypeError(f"callbacks must be a list of instances of elecsolver.training.callbacks.Callback "
+                        f"(subclass it and pass instances); got {what}")
+    last = [cb for cb in defaults if isinstance(cb, (Checkpoint, ProgressBar))]
+    return [*(cb for cb in defaults if cb not in last), *own, *last]
+
+
 def default_callbacks(problem: Problem, progress: bool = True) -> list[Callback]:
     """The callbacks ``problem``'s configuration turns on, in the loop's order: time slabs, the finish, balancing,
     least squares, RAR, RAD, the log, the checkpoint, the progress bar (``progress`` False: none shown).
@@ -97,7 +117,8 @@ class Trainer:
     device : str
         "cpu" or "cuda[:k]".
     out_dir : path, optional
-        Where the checkpoint and ``convergence.csv`` go (the writer rank writes); None: nowhere.
+        Where the checkpoint and ``convergence.csv`` go (the writer rank writes; the folder is made at the first
+        write); None: nowhere.
     reference : FieldSet, optional
         Reference fields on the problem's output sites, for the errors logged during training.
     shard_sizes : dict, optional
@@ -106,9 +127,11 @@ class Trainer:
         Show a progress bar on the writer rank when stderr is a terminal (logs to a file or pipe get the log lines).
     check_gradients : callable, optional
         ``check_gradients(params) -> bool``, the loss-scale check of :class:`~elecsolver.training.step.Step`.
-    callbacks : sequence of Callback, optional
-        Hooks of one's own (:class:`~elecsolver.training.callbacks.Callback`), run after the ones the
-        configuration turns on (:func:`default_callbacks`).
+    callbacks : list of Callback, optional
+        Hooks of one's own (instances of :class:`~elecsolver.training.callbacks.Callback`), run after the ones the
+        configuration turns on (:func:`default_callbacks`) but before the checkpoint and the progress bar, so that
+        a checkpoint holds their state of its step; each one's state is saved under its class name (``Name#1``,
+        ``Name#2`` for further instances of one class).
 
     ``step``, ``wall_s`` (s), ``points_processed`` and ``history`` count over the whole run.  With ``training.slabs``
     > 1 the run is trained slab by slab (:class:`~elecsolver.training.slabs.Slabs`): ``segment_step``,
@@ -120,6 +143,8 @@ class Trainer:
         If a launcher started several ranks but no context was given, or the context's strategy, the training
         block and the problem turn on capabilities that do not combine (:mod:`elecsolver.capabilities`), or a
         callback does not fit the problem (time slabs without time).
+    TypeError
+        If ``callbacks`` is not a list of Callback instances.
     """
 
     SYNC_EVERY = 50  # on a GPU, steps between reads of the loss (see train)
@@ -136,7 +161,7 @@ class Trainer:
         if self.ctx.world * self.ctx.model_parallel == 1 and launched > 1 and not self.ctx.solo:
             raise ConfigError(f"this process is one of {launched} ranks started by a launcher (mpirun, torchrun or "
                               "srun), but the Trainer has no data-parallel context, so every rank would train its own "
-                              "copy; use elecsolver.train(problem), or run one process")
+                              "copy; use elecsolver.train(problem) (it takes callbacks=[...] too), or run one process")
         if self.options.compile and torch.device(device).type == "cpu" and not cxx_compiler():
             raise ConfigError("training.compile (--compile, or a preset that sets it, such as the point source's "
                               "ci) runs torch.compile, which on the CPU needs a C++ compiler, and none was found "
@@ -145,7 +170,7 @@ class Trainer:
         self.device, self.dtype = torch.device(device), DTYPES[self.options.dtype]
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.reference, self.progress = reference, progress
-        self.callbacks: list[Callback] = [*default_callbacks(problem, progress), *callbacks]
+        self.callbacks = _with_own(default_callbacks(problem, progress), callbacks)
         self._shard_sizes, self._check_gradients = shard_sizes, check_gradients
         if model is None:
             model = build_model(problem, self.device)
@@ -155,7 +180,8 @@ class Trainer:
             self._init_from(self.options.init_from)
         self.step, self.wall_s, self.points_processed, self.step_offset = 0, 0.0, 0, 0
         self.history: list[dict] = []
-        self.should_stop = False  # set by a callback's on_read to end the train call after this step
+        self.should_stop = False  # set by a callback to end the train call after this step (see train)
+        self._saved_step = -1  # the step the last checkpoint was written at
         segment = problem
         for cb in self.callbacks:
             segment, model = cb.first_segment(self, segment, model)
@@ -534,9 +560,10 @@ class Trainer:
         non-finite loss is then reported at the first such step after it).  The wall time counts to the end of the
         device's work, without the callbacks' reads.
 
-        A callback ends the call early by setting :attr:`should_stop` in ``on_read``: the loop then writes the
-        checkpoint and returns (``--resume`` would continue the run).  The values ``on_read`` gets are the same on
-        every rank, so a decision taken from them stops every rank at the same step.
+        A callback ends the call early by setting :attr:`should_stop` in any of its hooks (``on_read`` sees the
+        loss): the loop then writes the checkpoint and returns after the current step (``--resume`` would continue
+        the run).  Over several ranks it does so where it looks for a stop request (below), if any rank asked: a
+        request on one rank alone stops them all, at the same step.
 
         A stop request (SIGINT, SIGTERM or SIGUSR1 under :func:`elecsolver.training.interrupt.stop_requests`) ends
         the loop after the current step: one process looks after every step; several ranks agree every
@@ -547,6 +574,8 @@ class Trainer:
         ------
         FloatingPointError
             If the loss stops being finite (the message says to lower training.lr).
+        TypeError
+            If a callback's state cannot be pickled into the checkpoint (before any step).
         Interrupted
             After a stop request, once the checkpoint is written (``exit_code`` 128 + signal).
         """
@@ -555,41 +584,80 @@ class Trainer:
         sync_every = self.SYNC_EVERY if self.device.type == "cuda" else 1
         vote = self.ctx.stop_vote
         check_every = 1 if vote is None else (self.SYNC_EVERY if self.device.type == "cuda" else CHECK_EVERY)
+        self._callback_states()  # a state that cannot be saved fails now, not at the first checkpoint
         for cb in self.callbacks:
             cb.on_train_start(self, end)
         try:
             t0 = time.perf_counter()
             while self.step < end:
                 values = self.advance_terms()
-                if self.step % check_every == 0:
-                    signum = pending() if vote is None else vote(pending())
-                    if signum:
-                        values.tolist()  # waits for the device
-                        self.wall_s += time.perf_counter() - t0
-                        self.save_checkpoint()
-                        raise Interrupted(self.step, signum)
-                if not (self.step % sync_every == 0 or any(cb.wants_read(self, end) for cb in self.callbacks)):
+                read = self.step % sync_every == 0 or any(cb.wants_read(self, end) for cb in self.callbacks)
+                if read:
+                    terms = values.tolist()  # waits for the device
+                    self.wall_s += time.perf_counter() - t0
+                    loss = float(sum(terms))
+                    if not math.isfinite(loss):
+                        where = f"at step {self.step}" if sync_every == 1 else \
+                            f"by step {self.step} (read back every {sync_every} steps on a GPU)"
+                        raise FloatingPointError(f"the loss became {loss} {where}; lower training.lr")
+                    for cb in self.callbacks:
+                        cb.on_read(self, loss, terms, end)
+                    t0 = time.perf_counter()
+                if self.step % check_every:
                     continue
-                terms = values.tolist()  # waits for the device
-                self.wall_s += time.perf_counter() - t0
-                loss = float(sum(terms))
-                if not math.isfinite(loss):
-                    where = f"at step {self.step}" if sync_every == 1 else \
-                        f"by step {self.step} (read back every {sync_every} steps on a GPU)"
-                    raise FloatingPointError(f"the loss became {loss} {where}; lower training.lr")
-                for cb in self.callbacks:
-                    cb.on_read(self, loss, terms, end)
-                if self.should_stop:  # a callback ended the run here (the same step on every rank)
-                    self.should_stop = False
+                # a signal (any rank's) or a callback's should_stop (every rank's: a rank alone must not leave the
+                # others waiting in a collective), agreed over the ranks in one vote: 2 x signal + should_stop
+                if vote is None:
+                    signum, stop = pending(), self.should_stop
+                else:
+                    agreed = vote(2 * pending() + int(self.should_stop))
+                    signum, stop = agreed // 2, bool(agreed % 2)
+                if not (signum or stop):
+                    continue
+                if not read:
+                    values.tolist()  # waits for the device
+                    self.wall_s += time.perf_counter() - t0
+                self.should_stop = False
+                if self._saved_step != self.step:
                     self.save_checkpoint()
-                    log.info("step %d: a callback stopped the training", self.step)
-                    return
-                t0 = time.perf_counter()
+                if signum:
+                    raise Interrupted(self.step, signum)
+                log.info("step %d: a callback stopped the training (trainer.should_stop)", self.step)
+                return
         finally:
             for cb in self.callbacks:
                 cb.on_train_end(self)
 
     # checkpoints ----------------------------------------------------------------------------------
+    def _callback_keys(self) -> list[str]:
+        """Each callback's key in the checkpoint: its class name, with ``#k`` for the k-th further instance."""
+        keys, seen = [], {}
+        for cb in self.callbacks:
+            name = type(cb).__name__
+            keys.append(name if name not in seen else f"{name}#{seen[name]}")
+            seen[name] = seen.get(name, 0) + 1
+        return keys
+
+    def _callback_states(self) -> list:
+        """Every callback's ``state_dict``, each checked to pickle (what torch.save needs).
+
+        Raises
+        ------
+        TypeError
+            Naming the callback whose state does not pickle.
+        """
+        states = []
+        for cb in self.callbacks:
+            state = cb.state_dict(self)
+            try:
+                pickle.dumps(state)
+            except Exception as exc:  # noqa: BLE001 - any pickling failure, reported with the callback's name
+                raise TypeError(f"callback {type(cb).__name__}: its state_dict() cannot be saved in the checkpoint "
+                                f"({type(exc).__name__}: {exc}); return numbers, strings, lists, dicts or tensors") \
+                    from None
+            states.append(state)
+        return states
+
     @property
     def checkpoint_path(self) -> Path | None:
         return None if self.out_dir is None else self.out_dir / self.ctx.checkpoint_name
@@ -604,7 +672,7 @@ class Trainer:
             "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
             "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
-            "callbacks": {type(cb).__name__: cb.state_dict(self) for cb in self.callbacks},
+            "callbacks": {key: state for key, state in zip(self._callback_keys(), self._callback_states())},
         }
 
     def save_checkpoint(self) -> None:
@@ -619,8 +687,10 @@ class Trainer:
         else:
             state = self.state_dict()
         if self.ctx.checkpoint_writer:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
             with atomic_path(self.checkpoint_path) as tmp:
                 torch.save(state, tmp)
+        self._saved_step = self.step
 
     def load_checkpoint(self, path: str | os.PathLike | None = None) -> None:
         """Continue from a checkpoint written by :meth:`save_checkpoint`.
@@ -653,8 +723,8 @@ class Trainer:
                               "(the run's OUT/config.toml holds them all)")
         check_parallel(state, self.ctx)
         saved = state.get("callbacks", {})
-        for cb in self.callbacks:  # in order: a time slab's network is rebuilt before its weights load
-            cb.load_state_dict(self, saved.get(type(cb).__name__))
+        for cb, key in zip(self.callbacks, self._callback_keys()):  # in order: a slab's network before its weights
+            cb.load_state_dict(self, saved.get(key))
         self.model.load_state_dict(state["model"])
         if "balance_weights" in state:
             self.balance_weights.copy_(state["balance_weights"])
