@@ -104,6 +104,10 @@ def default_callbacks(problem: Problem, progress: bool = True) -> list[Callback]
 class Trainer:
     """Train a problem's network on its constraints.
 
+    ``step``, ``wall_s`` (s), ``points_processed`` and ``history`` count over the whole run.  With more than one
+    time slab (``training.slabs``) the run is trained slab by slab (:class:`~elecsolver.training.slabs.Slabs`):
+    ``segment_step``, ``segment_options``, ``model``, ``constraints`` and the points are then the current slab's.
+
     Parameters
     ----------
     problem : Problem
@@ -132,10 +136,6 @@ class Trainer:
         configuration turns on (:func:`default_callbacks`) but before the checkpoint and the progress bar, so that
         a checkpoint holds their state of its step; each one's state is saved under its class name (``Name#1``,
         ``Name#2`` for further instances of one class).
-
-    ``step``, ``wall_s`` (s), ``points_processed`` and ``history`` count over the whole run.  With ``training.slabs``
-    > 1 the run is trained slab by slab (:class:`~elecsolver.training.slabs.Slabs`): ``segment_step``,
-    ``segment_options``, ``model``, ``constraints`` and the points are then the current slab's.
 
     Raises
     ------
