@@ -108,13 +108,6 @@ class Callback:
         """
 
 
-def due(trainer, every: int, end: int) -> bool:
-    """Whether an action taken every ``every`` steps (counted over the run) is due after this step: also at the
-    loop's last step ``end`` and at a segment's last step (the end of a time slab)."""
-    return (every > 0 and trainer.step % every == 0) or trainer.step == end \
-        or trainer.segment_step == trainer.segment_options.total_steps
-
-
 # the training schedule -----------------------------------------------------------------------------------------
 class Finish(Callback):
     """The switch to the quasi-Newton finish (``training.finish``) after ``training.steps`` steps: an L-BFGS
@@ -218,28 +211,42 @@ class Redistribute(_PointsRound):
 
 
 # what the run leaves behind ------------------------------------------------------------------------------------
-class Log(Callback):
-    """A row every ``training.log_every`` steps: the loss and its terms, the learning rate, the balancing weights,
-    the wall time (s) and, with a reference, the relative L2 error of each field; logged, appended to
-    ``trainer.history`` and written to ``out_dir/convergence.csv`` (and, with ``training.tensorboard``, to
-    ``out_dir/tb`` as scalars and field images) by the writer rank.  Collective under tensor or pipeline
-    parallelism (the network is gathered for the errors)."""
+class _Periodic(Callback):
+    """An action (``act``) after every ``training.<every>`` steps counted over the run, at the loop's last step
+    ``end`` and at a segment's last step (the end of a time slab); it asks for the loss to be read then."""
 
-    def __init__(self):
-        self._tb = None  # the TensorBoard writer, opened at the first logged step
+    every: ClassVar[str]
 
     @classmethod
     def wanted(cls, problem) -> bool:
         return True
 
     def wants_read(self, trainer, end: int) -> bool:
-        return due(trainer, trainer.options.log_every, end)
+        every = getattr(trainer.options, self.every)
+        return (every > 0 and trainer.step % every == 0) or trainer.step == end \
+            or trainer.segment_step == trainer.segment_options.total_steps
 
     def on_read(self, trainer, loss, terms, end) -> None:
         if self.wants_read(trainer, end):
-            self.write(trainer, loss, terms)
+            self.act(trainer, loss, terms)
 
-    def write(self, trainer, loss: float, terms: list[float]) -> None:
+    def act(self, trainer, loss: float, terms: list[float]) -> None:
+        raise NotImplementedError
+
+
+class Log(_Periodic):
+    """A row every ``training.log_every`` steps: the loss and its terms, the learning rate, the balancing weights,
+    the wall time (s) and, with a reference, the relative L2 error of each field; logged, appended to
+    ``trainer.history`` and written to ``out_dir/convergence.csv`` (and, with ``training.tensorboard``, to
+    ``out_dir/tb`` as scalars and field images) by the writer rank.  Collective under tensor or pipeline
+    parallelism (the network is gathered for the errors)."""
+
+    every = "log_every"
+
+    def __init__(self):
+        self._tb = None  # the TensorBoard writer, opened at the first logged step
+
+    def act(self, trainer, loss: float, terms: list[float]) -> None:
         """Log one row now (see the class); collective."""
         self._log_shares(trainer)
         ctx = trainer.ctx
@@ -294,20 +301,14 @@ class Log(Callback):
                         "sampled and sharded)", trainer.step, mine)
 
 
-class Checkpoint(Callback):
+class Checkpoint(_Periodic):
     """The checkpoint every ``training.checkpoint_every`` steps, at the end of each ``train`` call and of each time
     slab (:meth:`~elecsolver.training.trainer.Trainer.save_checkpoint`; nothing without an ``out_dir``)."""
 
-    @classmethod
-    def wanted(cls, problem) -> bool:
-        return True
+    every = "checkpoint_every"
 
-    def wants_read(self, trainer, end: int) -> bool:
-        return due(trainer, trainer.options.checkpoint_every, end)
-
-    def on_read(self, trainer, loss, terms, end) -> None:
-        if self.wants_read(trainer, end):
-            trainer.save_checkpoint()
+    def act(self, trainer, loss, terms) -> None:
+        trainer.save_checkpoint()
 
 
 class ProgressBar(Callback):

@@ -169,7 +169,7 @@ class Trainer:
                               "eager with --set training.compile=false")
         self.device, self.dtype = torch.device(device), DTYPES[self.options.dtype]
         self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.reference, self.progress = reference, progress
+        self.reference = reference
         self.callbacks = _with_own(default_callbacks(problem, progress), callbacks)
         self._shard_sizes, self._check_gradients = shard_sizes, check_gradients
         if model is None:
@@ -199,7 +199,7 @@ class Trainer:
             For a residual that cannot be evaluated, a pipeline whose micro-batches do not fit the points, or a
             step that torch.compile cannot compile.
         """
-        self.segment_problem, self.segment_options = problem, problem.training
+        self.segment_options = problem.training
         self.step_offset = self.step
         self.model = model
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -584,7 +584,7 @@ class Trainer:
         sync_every = self.SYNC_EVERY if self.device.type == "cuda" else 1
         vote = self.ctx.stop_vote
         check_every = 1 if vote is None else (self.SYNC_EVERY if self.device.type == "cuda" else CHECK_EVERY)
-        self._callback_states()  # a state that cannot be saved fails now, not at the first checkpoint
+        self._check_callback_states()  # a state that cannot be saved fails now, not at the first checkpoint
         for cb in self.callbacks:
             cb.on_train_start(self, end)
         try:
@@ -638,25 +638,21 @@ class Trainer:
             seen[name] = seen.get(name, 0) + 1
         return keys
 
-    def _callback_states(self) -> list:
-        """Every callback's ``state_dict``, each checked to pickle (what torch.save needs).
+    def _check_callback_states(self) -> None:
+        """Check that every callback's ``state_dict`` pickles (what torch.save needs), before training.
 
         Raises
         ------
         TypeError
             Naming the callback whose state does not pickle.
         """
-        states = []
         for cb in self.callbacks:
-            state = cb.state_dict(self)
             try:
-                pickle.dumps(state)
+                pickle.dumps(cb.state_dict(self))
             except Exception as exc:  # noqa: BLE001 - any pickling failure, reported with the callback's name
                 raise TypeError(f"callback {type(cb).__name__}: its state_dict() cannot be saved in the checkpoint "
                                 f"({type(exc).__name__}: {exc}); return numbers, strings, lists, dicts or tensors") \
                     from None
-            states.append(state)
-        return states
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -672,7 +668,7 @@ class Trainer:
             "points": self.points.state_dict(),
             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
             "wall_s": self.wall_s, "points_processed": self.points_processed, "history": self.history,
-            "callbacks": {key: state for key, state in zip(self._callback_keys(), self._callback_states())},
+            "callbacks": dict(zip(self._callback_keys(), (cb.state_dict(self) for cb in self.callbacks))),
         }
 
     def save_checkpoint(self) -> None:
