@@ -7,8 +7,9 @@ peak memory beside the measured ones, with the machine description they are pred
 
 1. ``elecsolver.parallel.calibration.measure_machine`` with ``--world`` processes (gloo, one thread each): the
    collectives' alpha and beta from all-reduces of 1 KiB to 4 MiB and their wait after computing, then each process
-   measures the step rates while the others do (:func:`~elecsolver.parallel.planner.calibrate_time`), and the
-   activation coefficients.
+   measures the step rates while the others do (:func:`~elecsolver.parallel.planner.calibrate_time`), they time a
+   two-stage pipeline with 2 and 8 micro-batches (the micro-batch cost is fitted to it), and the activation
+   coefficients.
 2. Every plan trains 2 warm-up steps and ``--steps`` timed steps; rank 0's median step is the plan's time; then one
    more step's peak allocation (``peak_allocated_mib``) plus the parameters and optimizer state it holds is each
    rank's memory, the largest rank's the plan's. A launch first trains its first plan once untimed (a process's
@@ -180,7 +181,8 @@ def main(argv=None) -> int:
               "coefficients": {"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
                                "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor,
                                "measured": f"{args.world} processes at once"},
-              "activations": {"plain": machine.activations.plain, "recompute": machine.activations.recompute},
+              "activations": {"plain": machine.activations.plain, "recompute": machine.activations.recompute,
+                              "backward": machine.activations.backward},
               "coefficients_one_process": {"s_per_mac": alone.s_per_mac, "s_per_point": alone.s_per_point,
                                            "global_s": alone.global_s,
                                            "microbatch_s": alone.microbatch_s,

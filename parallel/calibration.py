@@ -12,7 +12,12 @@ started here on this host, all measuring at once (one thread each unless the cor
    to sleep in the wait);
 2. each then measures the step-time model's rates on its own (:func:`~elecsolver.parallel.planner.calibrate_time`),
    while the others do the same; the medians over the processes are kept;
-3. this process measures the activation coefficients (:func:`~elecsolver.parallel.planner.calibrate`).
+3. together they train a pipeline of two stages (dp = ranks / 2, GPipe) with 2 and with 8 micro-batches, where the
+   problem allows one: the fixed cost of a micro-batch on the last stage (``microbatch_s``) is then the value with
+   which the model predicts those two steps best (:func:`fit_microbatch_s`). On one process it is measured with
+   gradient accumulation, which runs one backward a micro-batch where a pipeline runs one a loss term, with its
+   receive and send: on 2 CPU ranks of the point source the pipeline's is about twice the accumulation's;
+4. this process measures the activation coefficients (:func:`~elecsolver.parallel.planner.calibrate`).
 
 The description has one node of that many ranks, the cores this process may run on, and the host's memory shared
 among them (:class:`~elecsolver.parallel.machine.Machine`).
@@ -28,11 +33,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
-__all__ = ["host_memory_mib", "measure_machine", "spawn_local"]
+__all__ = ["fit_microbatch_s", "host_memory_mib", "measure_machine", "spawn_local"]
 
 SIZES = (2**8, 2**12, 2**16, 2**20)  # float32 elements: 1 KiB to 4 MiB
+PIPELINE_MICROBATCHES = (2, 8)
 
 
 def spawn_local(cmd: list[str], world: int, timeout: float = 1200, threads: int | None = None) -> list[list[dict]]:
@@ -106,7 +113,7 @@ def _worker(spec: str, config_path: str, steps: int) -> None:
     from .data_parallel import init_data_parallel, shutdown
     from .planner import calibrate_time
 
-    init_data_parallel("cpu")
+    comm, _, dev = init_data_parallel("cpu")
     config = json.loads(Path(config_path).read_text())
     problem = load_problem_class(spec)(config)
     for n in SIZES:
@@ -123,7 +130,61 @@ def _worker(spec: str, config_path: str, steps: int) -> None:
     c = calibrate_time(problem, 0.0, 0.0, steps)  # every rank at once: the rates under a full machine
     print(json.dumps({"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
                       "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor}), flush=True)
+    dist.barrier()
+    print(json.dumps({"pipeline_s": _pipeline_steps_s(problem, comm, dev, steps)}), flush=True)
     shutdown()
+
+
+def _pipeline_plans(problem, world: int) -> list:
+    """The pipelines :func:`_pipeline_steps_s` times: pp = 2 (dp = world / 2) with 2 and 8 micro-batches under
+    GPipe, where the planner would run them (an even world, a network of at least two stages, enough points)."""
+    from .planner import Plan, feasibility
+
+    if world % 2:
+        return []
+    plans = [Plan(dp=world // 2, pp=2, microbatches=m, schedule="gpipe") for m in PIPELINE_MICROBATCHES]
+    return plans if all(c.ok for c in feasibility(problem, world, plans)) else []
+
+
+def _pipeline_steps_s(problem, comm, dev, steps: int) -> dict:
+    """Median seconds of ``steps`` training steps of each of :func:`_pipeline_plans`, keyed by micro-batches (empty
+    where there are none). Collective: every rank calls it."""
+    import statistics as st
+
+    import torch.distributed as dist
+
+    from elecsolver.trainer import Trainer
+
+    from .planner import time_steps
+    from .strategy import apply_parallelism
+
+    out = {}
+    for plan in _pipeline_plans(problem, dist.get_world_size()):
+        model, ctx = apply_parallelism(problem, comm, dev, plan.options())
+        trainer = Trainer(problem, model, ctx, progress=False)
+        trainer.batches()
+        time_steps(trainer, 2)  # warm-up
+        out[plan.microbatches] = st.median(time_steps(trainer, steps))
+    return out
+
+
+def fit_microbatch_s(problem, machine, measured: dict) -> float:
+    """The ``microbatch_s`` with which ``machine`` predicts the measured pipeline steps (``{micro-batches: s}`` of
+    :func:`_pipeline_plans`) best, in the least squares of the relative errors (``scipy.optimize``)."""
+    from scipy.optimize import minimize_scalar
+
+    from .planner import feasibility
+
+    world = machine.ranks_per_node * machine.nodes
+    plans = {p.microbatches: p for p in _pipeline_plans(problem, world)}
+
+    def loss(x):
+        m = replace(machine, compute=replace(machine.compute, microbatch_s=x))
+        return sum((feasibility(problem, world, [plans[k]], machine=m)[0].step_s / t - 1) ** 2
+                   for k, t in measured.items())
+
+    return float(minimize_scalar(loss, bounds=(0.0, max(measured.values())), method="bounded",
+                                 options={"xatol": 1e-5}).x)
 
 
 def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 15, progress=print):
@@ -176,11 +237,18 @@ def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 1
     link = Link(compute.alpha_s, compute.beta_s_per_byte, compute.wait_s)
     import platform
 
-    return Machine(name=f"{platform.node() or 'this host'}: {os.cpu_count()} CPU cores, {ranks} ranks, gloo",
-                   measured=True, source=f"elecsolver plan --calibrate on {problem.name}, {time.strftime('%Y-%m-%d')}",
-                   ranks_per_node=ranks, nodes=1, memory_per_rank_mib=host_memory_mib() / ranks, compute=compute,
-                   activations=activations, intra_node=link, inter_node=link,
-                   cores_per_node=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    machine = Machine(name=f"{platform.node() or 'this host'}: {os.cpu_count()} CPU cores, {ranks} ranks, gloo",
+                      measured=True,
+                      source=f"elecsolver plan --calibrate on {problem.name}, {time.strftime('%Y-%m-%d')}",
+                      ranks_per_node=ranks, nodes=1, memory_per_rank_mib=host_memory_mib() / ranks, compute=compute,
+                      activations=activations, intra_node=link, inter_node=link,
+                      cores_per_node=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count())
+    pipes = [next((r["pipeline_s"] for r in rank_rows if "pipeline_s" in r), {}) for rank_rows in rows]
+    if pipes[0] and all(pipes):  # rank 0's keys are every rank's; the median rank's step
+        measured = {int(m): statistics.median(p[m] for p in pipes) for m in pipes[0]}
+        machine = replace(machine, compute=replace(compute, microbatch_s=fit_microbatch_s(problem, machine, measured)))
+    return machine
 
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--worker":

@@ -38,8 +38,9 @@ File format::
     recompute_factor = 1.33
 
     [activations]                          # planner.MemoryCoefficients: bytes per point-channel x width unit
-    plain = 8.43
-    recompute = 4.81
+    plain = 9.07
+    recompute = 5.17
+    backward = 0.19                        # optional (default 0.25)
 
     [intra_node]
     alpha_s = 1.0e-5
@@ -185,7 +186,8 @@ class Machine:
                 "memory_per_rank": f"{self.memory_per_rank_mib:.6g}MiB",
                 "compute": {"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
                             "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor},
-                "activations": {"plain": self.activations.plain, "recompute": self.activations.recompute},
+                "activations": {"plain": self.activations.plain, "recompute": self.activations.recompute,
+                                "backward": self.activations.backward},
                 "intra_node": {"alpha_s": self.intra_node.alpha_s,
                                "beta_s_per_byte": self.intra_node.beta_s_per_byte, "wait_s": self.intra_node.wait_s}}
         if self.nodes > 1 or self.inter_node != self.intra_node:
@@ -198,7 +200,7 @@ class Machine:
 _KEYS = {"": {"name", "measured", "source", "ranks_per_node", "nodes", "cores_per_node", "memory_per_rank", "compute",
                "activations", "intra_node", "inter_node"},
          "compute": {"s_per_mac", "s_per_point", "global_s", "microbatch_s", "recompute_factor"},
-         "activations": {"plain", "recompute"}, "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
+         "activations": {"plain", "recompute", "backward"}, "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
          "inter_node": {"alpha_s", "beta_s_per_byte", "wait_s"}}
 
 
@@ -291,8 +293,10 @@ def load_machine(path) -> Machine:
         recompute_factor=_number(comp, "compute.recompute_factor", where), alpha_s=links[0].alpha_s,
         beta_s_per_byte=links[0].beta_s_per_byte, wait_s=links[0].wait_s, measured_on=str(data.get("name", p.stem)),
         s_per_point=_number(comp, "compute.s_per_point", where, False) if "s_per_point" in comp else 0.0)
-    activations = MemoryCoefficients(_number(act, "activations.plain", where),
-                                     _number(act, "activations.recompute", where), str(data.get("name", p.stem)))
+    activations = MemoryCoefficients(
+        _number(act, "activations.plain", where), _number(act, "activations.recompute", where),
+        str(data.get("name", p.stem)),
+        **({"backward": _number(act, "activations.backward", where, False)} if "backward" in act else {}))
     return Machine(name=str(data.get("name", p.stem)), measured=data["measured"], source=str(data.get("source", "")),
                    ranks_per_node=data["ranks_per_node"], nodes=data["nodes"], memory_per_rank_mib=memory,
                    compute=compute, activations=activations, intra_node=links[0], inter_node=links[1],

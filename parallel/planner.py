@@ -44,8 +44,9 @@ from elecsolver.capabilities import active, refusal
 from elecsolver.config import ConfigError
 
 __all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "PlanError", "TimeCoefficients", "all_reduce_bytes",
-           "best_plan", "bubble_fraction", "calibrate", "calibrate_time", "candidate_plans", "constrained_plans",
-           "feasibility", "point_channels", "predict_mib", "predict_step_s", "ranked", "state_bytes"]
+           "backward_share", "best_plan", "bubble_fraction", "calibrate", "calibrate_time", "candidate_plans",
+           "constrained_plans", "feasibility", "in_flight", "point_channels", "predict_mib", "predict_step_s", "ranked",
+           "state_bytes", "work_items"]
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -196,7 +197,7 @@ def term_sizes(problem) -> dict[str, tuple[int, int]]:
     for c in problem.constraints():
         pts = problem.sample(c.name, seed=problem.training.seed).points
         x = torch.as_tensor(pts[:2], dtype=torch.float64)
-        f = evaluate(torch.nn.Identity(), x, problem.inputs, problem.inputs, wrt=c.wrt or None,
+        f = evaluate(torch.nn.Identity(), x, problem.inputs, problem.inputs, wrt=c.wrt,
                      second=c.second or None, laplacian=c.laplacian)
         out[c.name] = (len(pts), int(f.jet.channels.shape[0]))
     return out
@@ -238,12 +239,16 @@ def time_steps(trainer, steps: int) -> list[float]:
 @dataclass(frozen=True)
 class MemoryCoefficients:
     """Activation bytes per point-channel and width unit (A x W), measured on one process: ``plain`` and with
-    ``recompute``. Every other term of the memory model is counted exactly (parameters, gradients, Adam's two moments,
-    the data-parallel gradient buffer)."""
+    ``recompute``; and ``backward``, what the backward of one loss term allocates at its peak over what its forward
+    left held (the backward's temporaries and the gradients it passes down, 0.19 of the forward's bytes on
+    ``maxwell-point-source-2d``, 0.26 on ``maxwell-cavity-3d``; 0.25 in a description that does not give it). Every
+    other term of the memory model is counted exactly (parameters, gradients, Adam's two moments, the data-parallel
+    gradient buffer)."""
 
     plain: float
     recompute: float
     measured_on: str = ""
+    backward: float = 0.25
 
 
 def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoefficients:
@@ -276,7 +281,31 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         peak = measure(trainer.train_step) * 2**20
         grads = sum(p.numel() * p.element_size() for p in model.parameters())
         out[recompute] = max(0.0, peak - grads) / (point_channels(problem) * _width_units(model))
-    return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process")
+        if not recompute:
+            backward = backward_share(problem, model)
+    return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process", backward)
+
+
+def backward_share(problem, model) -> float:
+    """What the backward of ``problem``'s largest loss term (points x jet channels) allocates at its peak, over the
+    bytes its forward left held (:func:`~elecsolver.parallel.profiling.allocations`): the ``backward`` of
+    :class:`MemoryCoefficients`. The term's residual is squared and summed, as in the loss; ``model`` is the
+    one-process network (its gradients are left as they were)."""
+    from elecsolver.training.loss import constraint_residual
+
+    from .profiling import allocations
+
+    sizes = term_sizes(problem)
+    c = max(problem.constraints(), key=lambda c: sizes[c.name][0] * sizes[c.name][1])
+    cloud = problem.sample(c.name, seed=problem.training.seed)
+    dtype = next(model.parameters()).dtype
+    pts = torch.as_tensor(cloud.points, dtype=dtype)
+    nrm = torch.as_tensor(cloud.normals, dtype=dtype) if cloud.normals is not None else None
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss, _, held = allocations(lambda: constraint_residual(model, c, pts, nrm, problem.inputs, problem.outputs,
+                                                            "jet").pow(2).sum())
+    _, extra, _ = allocations(lambda: torch.autograd.grad(loss, params, allow_unused=True))
+    return extra / held if held > 0 else 0.0
 
 
 def state_bytes(stage, plan: Plan, dtype_bytes: int = 4) -> dict[str, float]:
@@ -289,16 +318,37 @@ def state_bytes(stage, plan: Plan, dtype_bytes: int = 4) -> dict[str, float]:
             "dp_buffer": params if plan.dp > 1 else 0}
 
 
+def work_items(plan: Plan, a_terms: Sequence[float]) -> list[float]:
+    """The point-channels of each work item of one step on a data-parallel rank, in the order a pipeline runs them:
+    micro-batch by micro-batch, each loss term with points its own item (``PipelineSchedule``). Without a pipeline
+    every term is one item."""
+    m = plan.microbatches if plan.pp > 1 else 1
+    return [t / m / plan.dp for _ in range(m) for t in a_terms if t > 0]
+
+
+def in_flight(plan: Plan, stage: int, a_terms: Sequence[float]) -> float:
+    """The largest point-channels a pipeline stage holds at once: every item under GPipe (and without a pipeline);
+    under 1F1B, stage k holds pp - k consecutive work items (:func:`work_items`: its warm-up forwards and the one
+    in hand), so the heaviest run of pp - k neighbours in the schedule's order."""
+    items = work_items(plan, a_terms)
+    if plan.pp == 1 or plan.schedule != "1f1b":
+        return sum(items)
+    w = min(plan.pp - stage, len(items))
+    return max(sum(items[i:i + w]) for i in range(len(items) - w + 1))
+
+
 def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4,
                 unsharded: list | None = None, a_terms: Sequence[float] | None = None) -> float:
     """The largest rank's memory in MiB for ``plan``: per stage, parameters, gradients and Adam's two moments
-    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x (A / dp) x W x the share of the
-    work in flight, W the stage's output features; a stage after the first also holds the features it receives, one
-    tensor of the training dtype a unit.
+    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x W x the point-channels in flight
+    (:func:`in_flight`), W the stage's output features; a stage after the first also holds the features it receives,
+    one tensor of the training dtype a unit.
 
-    In flight: GPipe keeps every work item; 1F1B keeps pp - stage of them.  A work item is one loss term's
-    micro-batch (each term is its own pass), so with ``a_terms`` (each term's points x jet channels, summing to
-    A) the 1F1B share is that of the pp - stage largest items; without it, pp - stage whole micro-batches.
+    ``a_terms``: each loss term's points x jet channels over all ranks (summing to ``a_global``; without it, one
+    term). A work item is one loss term's micro-batch (each term is its own pass). The one-process coefficient holds
+    the whole step's activations with their backward's temporaries in proportion; a 1F1B stage holds few items, and
+    the backward of the one in hand adds its temporaries (``backward`` x coeff x W x the largest item) and, on a
+    stage before the last, the gradient it receives for its output (one tensor a unit of the next stage's input).
 
     Under recompute a stage holds two things. What recompute keeps of every work item in flight, the blocks'
     inputs: W is then that of the stage before tensor-parallel sharding (``unsharded``, the same stages with tp
@@ -310,29 +360,27 @@ def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficie
     process is predicted as measured, and a pipeline's smaller items (1 / m of a term) recompute less. Mixed
     precision is modelled as fp32 (an upper bound on the value channel)."""
     worst = 0.0
+    a_terms = list(a_terms) if a_terms else [a_global]
+    total = max(sum(a_terms), 1e-300)
+    scale = a_global / total  # a_terms in the units of a_global
+    item = max(work_items(plan, a_terms)) * scale  # the largest work item's point-channels
     coeff = coeffs.recompute if plan.recompute else coeffs.plain
-    m = plan.microbatches if plan.pp > 1 else 1
-    item = (max(a_terms) if a_terms else a_global) / m / plan.dp  # the largest work item's point-channels
     if plan.recompute:
         full = unsharded or stages
-        whole = max(a_terms) / max(sum(a_terms), 1e-300) if a_terms else 1.0
-        coeff = max(0.0, coeffs.recompute - coeffs.plain * whole * max(_block_units(s) for s in full)
+        coeff = max(0.0, coeffs.recompute - coeffs.plain * max(a_terms) / total * max(_block_units(s) for s in full)
                     / max(sum(_width_units(s) for s in full), 1))
+    one_f_one_b = plan.pp > 1 and plan.schedule == "1f1b"
     for k, stage in enumerate(stages):
         state = sum(state_bytes(stage, plan, dtype_bytes).values())
-        inflight = 1.0
-        if plan.pp > 1 and plan.schedule == "1f1b":
-            m = plan.microbatches
-            if a_terms:
-                items = sorted((t / m for t in a_terms if t > 0 for _ in range(m)), reverse=True)
-                inflight = sum(items[: plan.pp - k]) / max(sum(a_terms), 1e-300)
-            else:
-                inflight = min(m, plan.pp - k) / m
         widths = (unsharded or stages)[k] if plan.recompute else stage
         received = _input_units(stage) * dtype_bytes if k > 0 else 0  # one tensor a unit, not a layer's c
-        act = (coeff * _width_units(widths) * dtype_bytes / 4 + received) * (a_global / plan.dp) * inflight
+        act = (coeff * _width_units(widths) * dtype_bytes / 4 + received) * in_flight(plan, k, a_terms) * scale
         if plan.recompute:
             act += coeffs.plain * _block_units(stage) * dtype_bytes / 4 * item
+        elif one_f_one_b:
+            act += coeffs.backward * coeffs.plain * _width_units(stage) * dtype_bytes / 4 * item
+        if one_f_one_b and k + 1 < len(stages):
+            act += _input_units(stages[k + 1]) * dtype_bytes * item  # the gradient received for the output
         worst = max(worst, (state + act) / 2**20)
     return worst
 
@@ -349,7 +397,10 @@ class TimeCoefficients:
     global_s : float
         The part of a step every rank pays whatever dp is (sampling the global cloud, the optimizer, Python).
     microbatch_s : float
-        The fixed cost of each further micro-batch (measured with gradient accumulation on one process).
+        The fixed cost of a pipeline micro-batch on the last stage: each loss term's residual, loss and backward,
+        and its receive and send. ``elecsolver plan --calibrate`` fits it to a two-stage pipeline's steps
+        (:func:`~elecsolver.parallel.calibration.fit_microbatch_s`); :func:`calibrate_time` on one process measures
+        it with gradient accumulation (one backward a micro-batch, not one a loss term: a lower bound).
     recompute_factor : float
         Recompute's factor on the local compute.
     alpha_s, beta_s_per_byte : float
@@ -412,11 +463,13 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     """Seconds a training step takes under ``plan`` (the slowest rank).
 
     Local compute: ``s_per_mac`` x the stage's multiply-adds x its point-channels (A / dp), times the recompute
-    factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes
-    (m + pp - 1) micro-batch slots of its slowest stage (:func:`bubble_fraction`), each with its two point-to-point
-    messages and the stage's share (by multiply-adds) of the fixed cost of a micro-batch (``microbatch_s``,
-    measured on the whole network; recompute runs the forward's part of it again, so the recompute factor scales it
-    too); tensor parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the
+    factor, and on the last stage ``s_per_point`` x A / dp (not divided by tp); a pipeline of m micro-batches takes m
+    micro-batch slots of its slowest stage, each with its two point-to-point messages, and on the last stage the
+    fixed cost of a micro-batch (``microbatch_s``: the residual, the loss and the backward of each loss term, which
+    run there, and which recompute does not repeat), over 1 - the bubble (:func:`bubble_fraction`) of its m x
+    ``terms`` work items (the pipeline fills and drains item by item: each loss term's micro-batch is its own pass;
+    measured, the last stage of a 2-stage pipeline of the point source is busy for all but a few per cent of the
+    step); tensor parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the
     activation), a row-parallel layer's twice under recompute (the recomputed forward all-reduces again); data
     parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
     messages) and one of the loss terms; plus the part every rank pays. Each all-reduce of tp and dp is one a rank
@@ -426,11 +479,12 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     ``machine`` (:class:`~elecsolver.parallel.machine.Machine`): each axis's messages are priced at the link its
     groups use (between nodes when a group spans two); without it every message is priced at ``coeffs``'
     alpha and beta. A machine with fewer cores than ranks on a node (``cores_per_node``, an oversubscribed CPU host)
-    was measured with every rank busy, each at ``cores / ranks`` of a core: a rank that has a core to itself runs
-    every measured time ``s = ranks / cores`` times faster, and the step is the larger of its span (the above at the
-    rates divided by s) and its work (every rank's busy time, summed, over the node's cores): the work-span bound
+    was measured with every rank busy, each at ``cores / ranks`` of a core: a rank that has a core to itself computes
+    ``s = ranks / cores`` times faster, and the step is the larger of its span (the above at the compute rates
+    divided by s) and its work (every rank's busy time, summed, over the node's cores): the work-span bound
     (Blumofe and Leiserson, J. ACM 46, 1999; Brent, J. ACM 21, 1974). A pipeline's idle stages and a rank waiting
-    in a collective leave their cores to the others.
+    in a collective leave their cores to the others. The links keep their measured latencies: a message waits for
+    its peer to be scheduled, in the run as in the measurement.
 
     ``terms``: the loss terms with points. Each is its own pass through the network (its jet carries its own
     derivatives), so tp's all-reduces and a pipeline's sends and receives are ``terms`` messages per layer and
@@ -446,18 +500,15 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     if share > 1:
         coeffs = replace(coeffs, s_per_mac=coeffs.s_per_mac / share, s_per_point=coeffs.s_per_point / share,
                          global_s=coeffs.global_s / share, microbatch_s=coeffs.microbatch_s / share)
-        links = {axis: Link(ln.alpha_s / share, ln.beta_s_per_byte / share, ln.wait_s / share)
-                 for axis, ln in links.items()}
     slots, busy = [], []
-    total_macs = sum(_macs(st) for st in stages)
     for k, stage in enumerate(stages):
         compute = coeffs.s_per_mac * _macs(stage) * a_rank / m
-        if plan.pp > 1:  # the stage's share of a micro-batch's fixed cost
-            compute += coeffs.microbatch_s * _macs(stage) / total_macs
         if plan.recompute:
             compute *= coeffs.recompute_factor
         if k == len(stages) - 1:
             compute += coeffs.s_per_point * a_rank / m
+            if plan.pp > 1:  # a micro-batch's fixed cost
+                compute += coeffs.microbatch_s
         comm = 0.0
         if plan.tp > 1:
             for width in _tp_widths(stage, plan.recompute):
@@ -470,7 +521,7 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
         slots.append(compute + comm)
         busy.append(m * compute)
     # a pipeline's m busy slots are 1 - bubble of its m + pp - 1
-    step = m * max(slots) / (1 - bubble_fraction(plan.pp, m)) if plan.pp > 1 else slots[0]
+    step = m * max(slots) / (1 - bubble_fraction(plan.pp, m * terms)) if plan.pp > 1 else slots[0]
     if plan.dp > 1:
         grads = max(sum(p.numel() for p in st.parameters()) for st in stages) * dtype_bytes
         step += links["dp"].seconds(all_reduce_bytes(grads, plan.dp), messages=2 if plan.zero else 1,

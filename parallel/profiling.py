@@ -19,8 +19,8 @@ import time
 
 import torch
 
-__all__ = ["COMMUNICATION_MARKERS", "is_communication", "peak_allocated_mib", "profile_steps", "quiet_profile",
-           "split_times"]
+__all__ = ["COMMUNICATION_MARKERS", "allocations", "is_communication", "peak_allocated_mib", "profile_steps",
+           "quiet_profile", "split_times"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,30 @@ def split_times(prof) -> tuple[float, float]:
     return compute, comm
 
 
+def allocations(fn) -> tuple:
+    """``(fn(), peak, end)``: the peak of the bytes held by torch's CPU allocator while ``fn()`` runs and the bytes
+    still held when it returns, both above what was held at its start, in MiB (:func:`peak_allocated_mib`).
+
+    Raises
+    ------
+    RuntimeError
+        If this torch build's profiler records no memory events.
+    """
+    from torch.profiler import ProfilerActivity
+
+    with quiet_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    if not events:
+        raise RuntimeError("torch.profiler recorded no memory events: this torch build cannot measure peak memory")
+    held = peak = 0
+    for _, nbytes in events:
+        held += nbytes
+        peak = max(peak, held)
+    return out, peak / 2**20, held / 2**20
+
+
 def peak_allocated_mib(fn) -> float:
     """Peak of the bytes held by torch's CPU allocator while ``fn()`` runs, above what was held at its start, in MiB.
 
@@ -90,19 +114,7 @@ def peak_allocated_mib(fn) -> float:
     RuntimeError
         If this torch build's profiler records no memory events.
     """
-    from torch.profiler import ProfilerActivity
-
-    with quiet_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                    if e.name() == "[memory]")
-    if not events:
-        raise RuntimeError("torch.profiler recorded no memory events: this torch build cannot measure peak memory")
-    held = peak = 0
-    for _, nbytes in events:
-        held += nbytes
-        peak = max(peak, held)
-    return peak / 2**20
+    return allocations(fn)[1]
 
 
 def profile_steps(trainer, stop_after: int | None = None, steps: int = 3) -> dict:

@@ -101,12 +101,16 @@ def test_an_oversubscribed_host_takes_the_larger_of_span_and_work():
     # span t_free / 2; work: 4 ranks x t_free / 2 over 2 cores = t_free
     assert predict_step_s(Plan(4), one, a, co, 4, busy) == pytest.approx(t_free, rel=1e-12)
     four = _shards(model, 1, 4)
-    total = sum(_macs(st) for st in four)
-    slots = [1e-9 * _macs(st) * a / 8 + 0.002 * _macs(st) / total for st in four]
+    slots = [1e-9 * _macs(st) * a / 8 for st in four]
+    slots[-1] += 0.002  # a micro-batch's fixed cost, on the last stage
     span = (0.01 + 11 * max(slots)) / 2  # 8 micro-batches + 3 bubble slots, at half the measured times
     work = (8 * sum(slots) + 4 * 0.01) / 2 / 2
     assert predict_step_s(Plan(1, 1, 4, 8), four, a, co, 4, busy) == pytest.approx(max(span, work), rel=1e-12)
     assert predict_step_s(Plan(1, 1, 4, 8), four, a, co, 4, free) == pytest.approx(2 * span, rel=1e-12)
+    # a collective's latency was measured with every rank busy, as the run is: it is not halved (two all-reduces:
+    # the gradients and the loss terms)
+    slow = dataclasses.replace(busy, intra_node=Link(0.05, 0.0), inter_node=Link(0.05, 0.0))
+    assert predict_step_s(Plan(4), one, a, co, 4, slow) == pytest.approx(t_free / 2 + 2 * 0.05, rel=1e-12)
 
 
 def test_step_time_prices_the_dp_all_reduce_on_the_link_it_crosses():
@@ -149,7 +153,9 @@ def test_machine_round_trip(tmp_path):
     back = load_machine(path)
     assert back.compute.s_per_mac == m.compute.s_per_mac and back.inter_node == m.inter_node
     assert back.memory_per_rank_mib == pytest.approx(m.memory_per_rank_mib, rel=1e-5)
-    assert back.activations.plain == m.activations.plain and back.ranks_per_node == 8 and back.nodes == 8
+    assert back.activations == m.activations and back.ranks_per_node == 8 and back.nodes == 8
+    path.write_text(m.to_toml().replace("backward = 0.19\n", ""))  # optional: a default of 0.25
+    assert load_machine(path).activations.backward == 0.25
 
 
 @pytest.mark.parametrize("edit, words", [
@@ -158,7 +164,8 @@ def test_machine_round_trip(tmp_path):
     (("s_per_mac = 3.3e-13", "s_per_mac = -1.0"), "compute.s_per_mac must be a positive number, got -1.0"),
     (("[inter_node]", "[between_nodes]"), "unknown key(s) ['between_nodes'] in the top level"),
     (("measured = false", "measured = \"no\""), "measured must be true"),
-    (("plain = 8.43", "plian = 8.43"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
+    (("plain = 9.07", "plian = 9.07"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
+    (("backward = 0.19", "backward = -0.19"), "activations.backward must be a non-negative number, got -0.19"),
     (("nodes = 8", "nodes = 8\nbogus_key = 1"), "unknown key(s) ['bogus_key'] in the top level; it has"),
     (("memory_per_rank = \"80GB\"", ""), "needs memory_per_rank"),
     (("global_s = 5.0e-3", ""), "needs compute.global_s"),
@@ -277,6 +284,31 @@ def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch
     assert m.activations.plain == 8.0 and m.memory_per_rank_mib == pytest.approx(calibration.host_memory_mib() / 3)
     with pytest.raises(ValueError, match="at least 2 ranks"):
         calibration.measure_machine(_problem(), 1)
+
+
+def test_calibration_fits_the_micro_batch_cost_to_a_pipeline(monkeypatch):
+    """With two ranks the processes also time a two-stage pipeline with 2 and 8 micro-batches; microbatch_s is the
+    value that predicts those steps: step times made with 9 ms give back 9 ms."""
+    from elecsolver.parallel import calibration, planner
+
+    coll = [{"bytes": b, "s": 2e-4 + 1e-9 * b} for b in (1024, 16384, 262144, 4194304)]
+    rates = {"s_per_mac": 2e-10, "s_per_point": 1e-7, "global_s": 0.003, "microbatch_s": 0.006,
+             "recompute_factor": 1.5}
+    rows = [coll + [{"after_compute_s": 3e-3}, rates]] * 2
+    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 5.0))
+    monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: rows)
+    problem = _problem()
+    base = calibration.measure_machine(problem, 2, progress=lambda *a: None)
+    assert base.compute.microbatch_s == 0.006  # no pipeline timed: the processes' own measure
+    plans = calibration._pipeline_plans(problem, 2)
+    assert [(p.dp, p.pp, p.microbatches) for p in plans] == [(1, 2, 2), (1, 2, 8)]
+    true = dataclasses.replace(base, compute=dataclasses.replace(base.compute, microbatch_s=0.009))
+    steps = {str(p.microbatches): feasibility(problem, 2, [p], machine=true)[0].step_s for p in plans}
+    assert steps["8"] > steps["2"]
+    monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [r + [{"pipeline_s": steps}] for r in rows])
+    fitted = calibration.measure_machine(problem, 2, progress=lambda *a: None)
+    assert fitted.compute.microbatch_s == pytest.approx(0.009, rel=1e-3)
+    assert calibration._pipeline_plans(problem, 3) == []  # an odd world: no two-stage pipeline of equal dp
 
 
 def test_a_preset_holds_parallel_options_below_the_file_and_the_flags(tmp_path):

@@ -115,13 +115,14 @@ def test_memory_model_calibrated_on_a_small_network_predicts_a_larger_one():
 
 def test_memory_terms_of_the_plan():
     """Exact bookkeeping of predict_mib: ZeRO shards Adam's moments over dp, a dp gradient buffer, 1F1B holds
-    min(m, pp - stage) of m micro-batches on a stage, GPipe all of them, a later stage what it receives, recompute
-    its own coefficient."""
+    pp - stage consecutive work items on a stage plus the backward's share and the received gradient of the largest
+    item, GPipe all of them, a later stage what it receives, recompute its own coefficient."""
     from elecsolver.parallel.planner import (
         MemoryCoefficients,
         _input_units,
         _shards,
         _width_units,
+        in_flight,
         predict_mib,
     )
 
@@ -129,7 +130,7 @@ def test_memory_terms_of_the_plan():
 
     p = _problem()
     model = build_model(p, __import__("torch").device("cpu"))
-    co = MemoryCoefficients(plain=8.0, recompute=5.0)
+    co = MemoryCoefficients(plain=8.0, recompute=5.0, backward=0.25)
     one = _shards(model, 1, 1)
     params = sum(q.numel() for q in model.parameters()) * 4
     a = 10_000
@@ -141,18 +142,22 @@ def test_memory_terms_of_the_plan():
     assert predict_mib(Plan(1, recompute=True), one, a, co) * 2**20 == pytest.approx(4 * params + act * 5 / 8,
                                                                                     rel=1e-12)
     two = _shards(model, 1, 2)
-    w0 = _width_units(two[0])
+    w0, w1 = _width_units(two[0]), _width_units(two[1])
     p0 = sum(q.numel() for q in two[0].parameters()) * 4
     f1b, gpipe = (predict_mib(Plan(1, 1, 2, 4, s), two, a, co) * 2**20 for s in ("1f1b", "gpipe"))
     assert gpipe >= 4 * p0 + 8.0 * a * w0 - 1e-6
     p1, received = sum(q.numel() for q in two[1].parameters()) * 4, _input_units(two[1]) * 4  # float32
-    assert f1b == pytest.approx(max(4 * p0 + 8.0 * a * w0 * 2 / 4,
-                                    4 * p1 + (8.0 * _width_units(two[1]) + received) * a / 4), rel=1e-12)
-    # by work items (one loss term's micro-batch each): terms of 6000 and 4000 point-channels, 4 micro-batches; stage 0
-    # keeps the 2 largest items in flight (two of the first term's: 3000 of 10000), stage 1 the largest (1500)
+    # one term, 4 micro-batches of 2500: stage 0 holds 2 of them, stage 1 one; the largest item is 2500
+    assert f1b == pytest.approx(max(4 * p0 + 8.0 * w0 * 5000 + (0.25 * 8.0 * w0 + received) * 2500,
+                                    4 * p1 + (8.0 * w1 + received) * 2500 + 0.25 * 8.0 * w1 * 2500), rel=1e-12)
+    # by work items (one loss term's micro-batch each), in the schedule's order: terms of 6000 and 4000
+    # point-channels, 4 micro-batches, items 1500, 1000, 1500, 1000, ...; stage 0 holds 2 neighbours (2500), stage 1
+    # one (1500), the largest 1500
+    assert [in_flight(Plan(1, 1, 2, 4, "1f1b"), k, [6000, 4000]) for k in (0, 1)] == [2500, 1500]
+    assert in_flight(Plan(1, 1, 2, 4, "gpipe"), 0, [6000, 4000]) == 10000
     f1b_items = predict_mib(Plan(1, 1, 2, 4, "1f1b"), two, a, co, a_terms=[6000, 4000]) * 2**20
-    assert f1b_items == pytest.approx(max(4 * p0 + 8.0 * a * w0 * 0.3,
-                                          4 * p1 + (8.0 * _width_units(two[1]) + received) * a * 0.15), rel=1e-12)
+    assert f1b_items == pytest.approx(max(4 * p0 + 8.0 * w0 * 2500 + (0.25 * 8.0 * w0 + received) * 1500,
+                                          4 * p1 + (8.0 * w1 + received) * 1500 + 0.25 * 8.0 * w1 * 1500), rel=1e-12)
 
 
 def test_plan_command_with_a_memory_limit():
@@ -168,9 +173,9 @@ def test_plan_command_with_a_memory_limit():
 
 def test_step_time_bookkeeping():
     """predict_step_s term by term: local compute divided by dp, the dp all-reduce (two messages with ZeRO),
-    recompute's factor, (m + pp - 1) micro-batch slots of the slowest stage with its messages and micro-batch cost
-    (the whole of it on every stage, scaled by recompute), one all-reduce per tp-sharded layer, and the wait of
-    every all-reduce a rank blocks on (tp's and dp's, not a pipeline's sends)."""
+    recompute's factor, m micro-batch slots of the slowest stage with its messages over 1 - the bubble of m x terms
+    work items, the micro-batch's fixed cost on the last stage (not scaled by recompute), one all-reduce per
+    tp-sharded layer, and the wait of every all-reduce a rank blocks on (tp's and dp's, not a pipeline's sends)."""
     import torch
     from elecsolver.parallel.planner import (
         TimeCoefficients,
@@ -196,8 +201,8 @@ def test_step_time_bookkeeping():
     assert dp2 == pytest.approx(0.01 + local / 2 + 1e-4 + 1e-9 * grads + 1e-4, rel=1e-12)  # + the loss terms
     assert predict_step_s(Plan(2, zero=True), one, a, co) == pytest.approx(dp2 + 1e-4, rel=1e-12)
     two = _shards(model, 1, 2)
-    total = sum(_macs(st) for st in two)  # each stage pays its share of a micro-batch's fixed cost
-    slots = [1e-9 * _macs(st) * a / 4 + 0.002 * _macs(st) / total for st in two]
+    slots = [1e-9 * _macs(st) * a / 4 for st in two]
+    slots[1] += 0.002  # a micro-batch's fixed cost: the last stage's
     slots[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, co) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
     tp = _shards(model, 2, 1)
@@ -207,16 +212,17 @@ def test_step_time_bookkeeping():
     assert predict_step_s(Plan(1, 2), tp, a, co) == pytest.approx(expect, rel=1e-12)
     # each of 3 loss terms is its own pass: 3 messages per all-reduce and per pipeline send, the same bytes
     assert predict_step_s(Plan(1, 2), tp, a, co, terms=3) == pytest.approx(expect + 2 * 1e-4 * len(widths), rel=1e-12)
-    assert predict_step_s(Plan(1, 1, 2, 4), two, a, co, terms=3) == pytest.approx(
-        0.01 + 5 * max(slots[0] + 2 * 2 * 1e-4, slots[1]), rel=1e-12)
+    assert predict_step_s(Plan(1, 1, 2, 4), two, a, co, terms=3) == pytest.approx(  # 12 items: a bubble of 1 / 13
+        0.01 + 4 * 13 / 12 * max(slots[0] + 2 * 2 * 1e-4, slots[1]), rel=1e-12)
     # the per-point work: divided by dp, repeated by every tp rank, done by the last pipeline stage
     pt = dataclasses.replace(co, s_per_point=1e-6)
     assert predict_step_s(Plan(1, 2), tp, a, pt) == pytest.approx(expect + 1e-6 * a, rel=1e-12)
     assert predict_step_s(Plan(2), one, a, pt) == pytest.approx(dp2 + 1e-6 * a / 2, rel=1e-12)
     slots[1] += 1e-6 * a / 4
     assert predict_step_s(Plan(1, 1, 2, 4), two, a, pt) == pytest.approx(0.01 + 5 * max(slots), rel=1e-12)
-    # recompute repeats a stage's forward, its share of the micro-batch's fixed cost included
-    rc = [1.5 * (1e-9 * _macs(st) * a / 4 + 0.002 * _macs(st) / total) for st in two]
+    # recompute repeats a stage's forward, not the micro-batch's fixed cost (the residual and the loss)
+    rc = [1.5 * 1e-9 * _macs(st) * a / 4 for st in two]
+    rc[1] += 0.002
     rc[0] += 2 * (1e-4 + 1e-9 * _input_units(two[1]) * (a / 4) * 4)
     assert predict_step_s(Plan(1, 1, 2, 4, recompute=True), two, a, co) == pytest.approx(0.01 + 5 * max(rc), rel=1e-12)
     # a wait of 1 ms on every blocking all-reduce: dp's two (the gradients, the loss terms; ZeRO's three), tp's
@@ -269,3 +275,27 @@ def test_the_allocation_peak_is_measured_without_the_profilers_lines_on_stderr(c
     err = capfd.readouterr().err
     assert abs(peak - 8.0) < 0.01, peak
     assert "profiler_" not in err and "still here" in err
+
+
+def test_each_loss_term_counts_the_jet_channels_its_residual_reads():
+    """The point source's residuals: Maxwell's equations read the value and the three first derivatives (x, y, t) of
+    the fields at the interior and source points, 4 channels; the boundary condition reads the values alone, 1
+    channel. The cavity's PDE reads x, y, z, t (5 channels), its PEC condition the values (1)."""
+    from elecsolver.parallel.planner import point_channels, term_sizes
+
+    p = MPS(MPS.preset_config("quick"))
+    sizes = term_sizes(p)
+    assert {k: c for k, (_, c) in sizes.items()} == {"pde": 4, "source": 4, "boundary": 1}
+    assert point_channels(p) == sum(n * c for n, c in sizes.values()) == 750 * 4 + 200 * 4 + 100 * 1
+    cavity = get_problem_class("maxwell-cavity-3d")
+    assert {k: c for k, (_, c) in term_sizes(cavity(cavity.preset_config("quick"))).items()} == {"pde": 5, "pec": 1}
+
+
+def test_allocations_give_the_peak_and_what_is_left():
+    """allocations(fn): ones(2^20) + 1 in float32 holds the 4 MiB of ones and the 4 MiB of the sum at once (a peak
+    of 8 MiB), and leaves the sum (4 MiB) when the ones are dropped."""
+    import torch
+    from elecsolver.parallel.profiling import allocations
+
+    out, peak, end = allocations(lambda: torch.ones(1 << 20) + 1)
+    assert float(out[0]) == 2.0 and abs(peak - 8.0) < 0.01 and abs(end - 4.0) < 0.01
