@@ -16,7 +16,8 @@ started here on this host, all measuring at once (one thread each unless the cor
    problem allows one: the fixed cost of a micro-batch on the last stage (``microbatch_s``) is then the value with
    which the model predicts those two steps best (:func:`fit_microbatch_s`). On one process it is measured with
    gradient accumulation, which runs one backward a micro-batch where a pipeline runs one a loss term, with its
-   receive and send: on 2 CPU ranks of the point source the pipeline's is about twice the accumulation's;
+   receive and send (on 2 CPU ranks the fit gave 16 ms against accumulation's 15 ms on the point source, 44 against
+   53 ms on the cavity: benchmarks/planner_time*.json);
 4. this process measures the activation coefficients (:func:`~elecsolver.parallel.planner.calibrate`).
 
 The description has one node of that many ranks, the cores this process may run on, and the host's memory shared

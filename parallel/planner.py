@@ -400,7 +400,7 @@ class TimeCoefficients:
         The fixed cost of a pipeline micro-batch on the last stage: each loss term's residual, loss and backward,
         and its receive and send. ``elecsolver plan --calibrate`` fits it to a two-stage pipeline's steps
         (:func:`~elecsolver.parallel.calibration.fit_microbatch_s`); :func:`calibrate_time` on one process measures
-        it with gradient accumulation (one backward a micro-batch, not one a loss term: a lower bound).
+        it with gradient accumulation (which runs one backward a micro-batch, a pipeline one a loss term).
     recompute_factor : float
         Recompute's factor on the local compute.
     alpha_s, beta_s_per_byte : float
@@ -467,9 +467,8 @@ def predict_step_s(plan: Plan, stages: list, a_global: int, coeffs: TimeCoeffici
     micro-batch slots of its slowest stage, each with its two point-to-point messages, and on the last stage the
     fixed cost of a micro-batch (``microbatch_s``: the residual, the loss and the backward of each loss term, which
     run there, and which recompute does not repeat), over 1 - the bubble (:func:`bubble_fraction`) of its m x
-    ``terms`` work items (the pipeline fills and drains item by item: each loss term's micro-batch is its own pass;
-    measured, the last stage of a 2-stage pipeline of the point source is busy for all but a few per cent of the
-    step); tensor parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the
+    ``terms`` work items (the pipeline fills and drains item by item: each loss term's micro-batch is its own pass);
+    tensor parallel: an all-reduce per sharded layer and micro-batch (:func:`all_reduce_bytes` of the
     activation), a row-parallel layer's twice under recompute (the recomputed forward all-reduces again); data
     parallel: one all-reduce of the gradients (ZeRO: a reduce-scatter and an all-gather, the same volume in two
     messages) and one of the loss terms; plus the part every rank pays. Each all-reduce of tp and dp is one a rank
