@@ -217,7 +217,8 @@ def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 1
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config.json"
         cfg.write_text(json.dumps(problem.config))
-        progress(f"# calibrating with {ranks} processes on this host: collectives, then step rates")
+        progress(f"# calibrating with {ranks} processes on this host: collectives, step rates, then a two-stage "
+                 "pipeline's micro-batch cost")
         rows = spawn_local([sys.executable, "-m", "elecsolver.parallel.calibration", "--worker", spec, str(cfg),
                             str(steps)], ranks)
     coll = [[r for r in rank_rows if "bytes" in r] for rank_rows in rows]

@@ -362,6 +362,7 @@ def test_calibrate_writes_a_description_the_planner_reads(tmp_path):
     assert m.compute.recompute_factor >= 1 and m.activations.plain > 0 and m.compute.s_per_point >= 0
     assert f"# wrote {path}" in r.stdout and "ranked by predicted step time" in r.stdout
     assert m.cores_per_node >= 1 and m.intra_node.wait_s >= 0 and "wait after computing" in r.stdout
+    assert "two-stage pipeline" in r.stdout and m.compute.microbatch_s > 0 and 0 < m.activations.backward < 1
 
 
 def test_calibrate_refuses_an_unwritable_place_before_measuring(tmp_path):
