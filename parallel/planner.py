@@ -253,7 +253,8 @@ class MemoryCoefficients:
 
 def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoefficients:
     """Measure one training step's peak allocation on this process, plain and with recompute, and fit the
-    activation coefficients: (peak - gradients) / (A W).
+    activation coefficients: (peak - gradients) / (A W); and the backward's share of the largest loss term
+    (:func:`backward_share`).
 
     Parameters
     ----------
