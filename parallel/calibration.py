@@ -170,8 +170,17 @@ def _pipeline_steps_s(problem, comm, dev, steps: int) -> dict:
 
 
 def fit_microbatch_s(problem, machine, measured: dict) -> float:
-    """The ``microbatch_s`` with which ``machine`` predicts the measured pipeline steps (``{micro-batches: s}`` of
-    :func:`_pipeline_plans`) best, in the least squares of the relative errors (``scipy.optimize``)."""
+    """The ``microbatch_s`` (seconds) with which ``machine`` predicts the measured pipeline steps best, in the least
+    squares of the relative errors (``scipy.optimize.minimize_scalar``, bounded by 0 and the longest step).
+
+    ``measured``: ``{micro-batches: seconds a step}`` for the plans of :func:`_pipeline_plans` of this problem on the
+    machine's ranks.
+
+    Raises
+    ------
+    KeyError
+        If ``measured`` has a micro-batch count that is not among those plans.
+    """
     from scipy.optimize import minimize_scalar
 
     from .planner import feasibility
