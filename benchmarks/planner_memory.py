@@ -120,7 +120,8 @@ def main(argv=None) -> int:
                      "measured_runs_mib": each, "ratio": predicted / m})
         print(f"{rows[-1]['plan']:<55} predicted {predicted:7.2f} MiB, measured {m:7.2f} MiB, ratio {predicted / m:.3f}")
     result = {"benchmark": "benchmarks/planner_memory.py", "problem": problem.name, "preset": "quick",
-              "coefficients": {"plain": coeffs.plain, "recompute": coeffs.recompute, "calibrated_at_points": 0.5},
+              "coefficients": {"plain": coeffs.plain, "backward_peak": coeffs.backward_peak,
+                               "recompute_peak": coeffs.recompute_peak, "calibrated_at_points": 0.5},
               "machine": f"{os.cpu_count()} CPU cores, 2 ranks, gloo, one thread each", "repeats": args.repeats,
               "one_process": one, "plans": rows,
               "worst_relative_error": max(abs(r["ratio"] - 1) for r in rows)}

@@ -37,10 +37,10 @@ File format::
     microbatch_s = 1.0e-3
     recompute_factor = 1.33
 
-    [activations]                          # planner.MemoryCoefficients: bytes per point-channel x width unit
-    plain = 9.07
-    recompute = 5.17
-    backward = 0.19                        # optional (default 0.25)
+    [activations]                          # planner.MemoryCoefficients: float32 bytes per point-channel
+    plain = 8.95                           # held by a work item's forward, per width unit
+    backward_peak = 6.97                   # a work item's backward, per unit of the widest layer
+    recompute_peak = 11.0                  # the same under recompute
 
     [intra_node]
     alpha_s = 1.0e-5
@@ -186,8 +186,8 @@ class Machine:
                 "memory_per_rank": f"{self.memory_per_rank_mib:.6g}MiB",
                 "compute": {"s_per_mac": c.s_per_mac, "s_per_point": c.s_per_point, "global_s": c.global_s,
                             "microbatch_s": c.microbatch_s, "recompute_factor": c.recompute_factor},
-                "activations": {"plain": self.activations.plain, "recompute": self.activations.recompute,
-                                "backward": self.activations.backward},
+                "activations": {"plain": self.activations.plain, "backward_peak": self.activations.backward_peak,
+                                "recompute_peak": self.activations.recompute_peak},
                 "intra_node": {"alpha_s": self.intra_node.alpha_s,
                                "beta_s_per_byte": self.intra_node.beta_s_per_byte, "wait_s": self.intra_node.wait_s}}
         if self.nodes > 1 or self.inter_node != self.intra_node:
@@ -200,12 +200,19 @@ class Machine:
 _KEYS = {"": {"name", "measured", "source", "ranks_per_node", "nodes", "cores_per_node", "memory_per_rank", "compute",
                "activations", "intra_node", "inter_node"},
          "compute": {"s_per_mac", "s_per_point", "global_s", "microbatch_s", "recompute_factor"},
-         "activations": {"plain", "recompute", "backward"}, "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
+         "activations": {"plain", "backward_peak", "recompute_peak"}, "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
          "inter_node": {"alpha_s", "beta_s_per_byte", "wait_s"}}
 
 
 def _check_keys(data: dict, where: str) -> None:
     """Refuse a key the format does not have (a typo would otherwise be read as a missing entry)."""
+    act = data.get("activations")
+    if isinstance(act, dict) and {"recompute", "backward"} & set(act):
+        old = sorted({"recompute", "backward"} & set(act))
+        raise MachineError(f"{where}: [activations] {', '.join(old)} belong to an earlier memory model (per width "
+                           "unit); this one needs backward_peak and recompute_peak (per unit of the widest layer): "
+                           "measure them again with elecsolver plan --calibrate (docs/parallel.md, \"Machine "
+                           "descriptions\")")
     for section, known in _KEYS.items():
         node = data if not section else data.get(section)
         if not isinstance(node, dict):
@@ -294,9 +301,8 @@ def load_machine(path) -> Machine:
         beta_s_per_byte=links[0].beta_s_per_byte, wait_s=links[0].wait_s, measured_on=str(data.get("name", p.stem)),
         s_per_point=_number(comp, "compute.s_per_point", where, False) if "s_per_point" in comp else 0.0)
     activations = MemoryCoefficients(
-        _number(act, "activations.plain", where), _number(act, "activations.recompute", where),
-        str(data.get("name", p.stem)),
-        **({"backward": _number(act, "activations.backward", where, False)} if "backward" in act else {}))
+        _number(act, "activations.plain", where), _number(act, "activations.backward_peak", where, False),
+        _number(act, "activations.recompute_peak", where, False), str(data.get("name", p.stem)))
     return Machine(name=str(data.get("name", p.stem)), measured=data["measured"], source=str(data.get("source", "")),
                    ranks_per_node=data["ranks_per_node"], nodes=data["nodes"], memory_per_rank_mib=memory,
                    compute=compute, activations=activations, intra_node=links[0], inter_node=links[1],

@@ -44,9 +44,9 @@ from elecsolver.capabilities import active, refusal
 from elecsolver.config import ConfigError
 
 __all__ = ["MemoryCoefficients", "Plan", "PlanCheck", "PlanError", "TimeCoefficients", "all_reduce_bytes",
-           "backward_share", "best_plan", "bubble_fraction", "calibrate", "calibrate_time", "candidate_plans",
-           "constrained_plans", "feasibility", "in_flight", "point_channels", "predict_mib", "predict_step_s", "ranked",
-           "state_bytes", "work_items"]
+           "backward_peak", "backward_windows", "best_plan", "bubble_fraction", "calibrate", "calibrate_time",
+           "candidate_plans", "constrained_plans", "feasibility", "point_channels", "predict_mib", "predict_stage_mib",
+           "predict_step_s", "ranked", "state_bytes", "work_items"]
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -238,23 +238,45 @@ def time_steps(trainer, steps: int) -> list[float]:
 
 @dataclass(frozen=True)
 class MemoryCoefficients:
-    """Activation bytes per point-channel and width unit (A x W), measured on one process: ``plain`` and with
-    ``recompute``; and ``backward``, what the backward of one loss term allocates at its peak over what its forward
-    left held (the backward's temporaries and the gradients it passes down, 0.19 of the forward's bytes on
-    ``maxwell-point-source-2d``, 0.26 on ``maxwell-cavity-3d``; 0.25 in a description that does not give it). Every
-    other term of the memory model is counted exactly (parameters, gradients, Adam's two moments, the data-parallel
-    gradient buffer)."""
+    """The activation model's measured coefficients, in bytes per point-channel (one point of one jet channel) of a
+    float32 work item (a training dtype of b bytes scales them by b / 4).
+
+    Attributes
+    ----------
+    plain : float
+        What a work item's forward holds until its backward, per point-channel and width unit (W: the output
+        features of every weight layer of the stage, :func:`_width_units`): 8.95 on ``maxwell-point-source-2d``, 8.66
+        on ``maxwell-cavity-3d`` (a linear layer keeps its output, one float a unit; a sine activation its output and
+        its argument's value channel).
+    backward_peak : float
+        What the backward of one work item allocates above that at its peak, per point-channel and unit of the
+        stage's widest layer (B, :func:`_block_units`): the gradients of a layer's jet channels and the activation's
+        chain-rule products, which live while that layer is differentiated. 6.97 and 7.06 on the two problems.
+    recompute_peak : float
+        Under recompute: what the backward of one work item allocates at its peak, per point-channel and unit of the
+        widest layer: that layer's block run again (its forward's bytes) and differentiated. What recompute keeps
+        of each work item in flight is its blocks' inputs, one value of the training dtype a unit (W before
+        tensor-parallel sharding, which replicates them), counted exactly. 11.0 and 11.1 on the two problems.
+    measured_on : str
+    """
 
     plain: float
-    recompute: float
+    backward_peak: float
+    recompute_peak: float
     measured_on: str = ""
-    backward: float = 0.25
 
 
 def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoefficients:
-    """Measure one training step's peak allocation on this process, plain and with recompute, and fit the
-    activation coefficients: (peak - gradients) / (A W); and the backward's share of the largest loss term
-    (:func:`backward_share`).
+    """Measure one training step's peak allocation on this process, plain and with recompute, and the backward peak
+    of the largest loss term alone (:func:`backward_peak`); fit the coefficients so that :func:`predict_stage_mib`
+    gives the two measured peaks on one process.
+
+    One process runs every loss term's forward, then one backward of their sum, which differentiates the terms last
+    one first (the autograd engine runs the most recently recorded nodes first), each term's saved tensors freed as
+    its backward ends. With the terms' point-channels a_1..a_n, S_j = a_1 + ... + a_j held when term j's backward
+    runs, W the width units and B the widest layer's: the plain peak P = max_j (plain W S_j + backward_peak B a_j),
+    and under recompute P_r = max_j (b W S_j + recompute_peak B a_j) (b the training dtype's bytes), each solved
+    for its coefficient (the smallest of the n candidates: the peak is the largest of the n sums).
 
     Parameters
     ----------
@@ -263,6 +285,11 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         activations are linear in the points: ``benchmarks/planner_memory.py``).
     measure : callable, optional
         ``measure(fn) -> MiB``, default :func:`~elecsolver.parallel.profiling.peak_allocated_mib`.
+
+    Raises
+    ------
+    RuntimeError
+        If this torch build's profiler records no memory events.
     """
     from elecsolver.config import merge
 
@@ -275,24 +302,29 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         counts = {k: max(1, int(v * points_scale)) for k, v in cfg["sampling"].items()
                   if isinstance(v, int) and not isinstance(v, bool) and k in keys}
         problem = type(problem)(merge(cfg, {"sampling": counts}))
-    out = {}
+    dt = 8 if problem.training.dtype == "float64" else 4
+    a = [n * k for n, k in term_sizes(problem).values() if n > 0]
+    held = [sum(a[:j + 1]) for j in range(len(a))]
+    peaks = {}
     for recompute in (False, True):
         trainer = warm_trainer(problem, recompute)  # Adam's state exists: the step's peak is activations, gradients
         model = trainer.model
-        peak = measure(trainer.train_step) * 2**20
         grads = sum(p.numel() * p.element_size() for p in model.parameters())
-        out[recompute] = max(0.0, peak - grads) / (point_channels(problem) * _width_units(model))
+        peaks[recompute] = max(0.0, measure(trainer.train_step) * 2**20 - grads) * 4 / dt  # as float32 bytes
         if not recompute:
-            backward = backward_share(problem, model)
-    return MemoryCoefficients(out[False], out[True], f"{problem.name}, one process", backward)
+            w, b = _width_units(model), _block_units(model)
+            backward = backward_peak(problem, model)
+    plain = max(0.0, min((peaks[False] - backward * b * aj) / (w * sj) for aj, sj in zip(a, held)))
+    recompute = max(0.0, min((peaks[True] - 4 * w * sj) / (b * aj) for aj, sj in zip(a, held)))
+    return MemoryCoefficients(plain, backward, recompute, f"{problem.name}, one process")
 
 
-def backward_share(problem, model) -> float:
-    """What the backward of ``problem``'s largest loss term (points x jet channels) allocates at its peak, over the
-    bytes its forward left held (:func:`~elecsolver.parallel.profiling.allocations`): the ``backward`` of
-    :class:`MemoryCoefficients`, a dimensionless ratio (0.19 on ``maxwell-point-source-2d``). The term's residual
-    is squared and summed, as in the loss; ``model`` is the one-process network (its gradients are left as they
-    were).
+def backward_peak(problem, model) -> float:
+    """What the backward of ``problem``'s largest loss term (points x jet channels) allocates at its peak above what
+    its forward left held (:func:`~elecsolver.parallel.profiling.allocations`), in float32 bytes per point-channel
+    and unit of the network's widest layer: the ``backward_peak`` of :class:`MemoryCoefficients` (6.97 on
+    ``maxwell-point-source-2d``). The term's residual is squared and summed, as in the loss; ``model`` is the
+    one-process network (its gradients are left as they were).
 
     Raises
     ------
@@ -310,17 +342,19 @@ def backward_share(problem, model) -> float:
     pts = torch.as_tensor(cloud.points, dtype=dtype)
     nrm = torch.as_tensor(cloud.normals, dtype=dtype) if cloud.normals is not None else None
     params = [p for p in model.parameters() if p.requires_grad]
-    loss, _, held = allocations(lambda: constraint_residual(model, c, pts, nrm, problem.inputs, problem.outputs,
-                                                            "jet").pow(2).sum())
+    loss, _, _ = allocations(lambda: constraint_residual(model, c, pts, nrm, problem.inputs, problem.outputs,
+                                                         "jet").pow(2).sum())
     _, extra, _ = allocations(lambda: torch.autograd.grad(loss, params, allow_unused=True))
-    return extra / held if held > 0 else 0.0
+    per = extra * 2**20 / (sizes[c.name][0] * sizes[c.name][1] * _block_units(model))
+    return per * 4 / dtype.itemsize
 
 
 def state_bytes(stage, plan: Plan, dtype_bytes: int = 4) -> dict[str, float]:
     """The bytes a rank holds for ``stage`` (its shard of the network) besides activations: ``parameters``,
     ``gradients``, ``adam`` (the first and second moments, sharded over dp by ZeRO: 2 / dp of them) and ``dp_buffer``
-    (the flat gradient all-reduced over dp > 1). A 2-64-64-3 network (4547 float32 parameters) holds 18188 bytes of
-    parameters, as many of gradients and 36376 of Adam's moments."""
+    (the flat gradient all-reduced over dp > 1, allocated after the backward has freed the activations). A 2-64-64-3
+    network (4547 float32 parameters) holds 18188 bytes of parameters, as many of gradients and 36376 of Adam's
+    moments."""
     params = sum(p.numel() for p in stage.parameters()) * dtype_bytes
     return {"parameters": params, "gradients": params, "adam": 2 * params / (plan.dp if plan.zero else 1),
             "dp_buffer": params if plan.dp > 1 else 0}
@@ -336,65 +370,67 @@ def work_items(plan: Plan, a_terms: Sequence[float]) -> list[float]:
     return [t / m / plan.dp for _ in range(m) for t in a_terms if t > 0]
 
 
-def in_flight(plan: Plan, stage: int, a_terms: Sequence[float]) -> float:
-    """The largest point-channels a pipeline stage holds at once: every item under GPipe (and without a pipeline);
-    under 1F1B, stage k holds pp - k consecutive work items (:func:`work_items`: its warm-up forwards and the one
-    in hand), so the heaviest run of pp - k neighbours in the schedule's order (Narayanan et al., SC 2021, sec. 2.2).
-    In point-channels, the units of ``a_terms``; e.g. 2500 on stage 0 of pp = 2 under 1F1B for the items of
-    :func:`work_items`."""
+def backward_windows(plan: Plan, stage: int, a_terms: Sequence[float]) -> list[tuple[float, float]]:
+    """For each work item's backward on pipeline stage ``stage``, in the order they run: (the point-channels the
+    stage holds then, those of the item), in the units of ``a_terms`` (:func:`work_items`).
+
+    GPipe (and no pipeline: one process's backward of the summed terms differentiates the last term first) runs
+    every forward, then the backwards last item first, so item j's backward finds items 1..j held. Under 1F1B
+    stage k runs pp - k - 1 warm-up forwards, then a forward and a backward in turn (Narayanan et al., SC 2021,
+    sec. 2.2), so item j's backward finds items j..j + pp - k - 1 held. Items 1500 and 1000, four times (4
+    micro-batches of terms 6000 and 4000), on stage 0 of pp = 2 under 1F1B: (2500, 1500), (2500, 1000), ...,
+    (1000, 1000)."""
     items = work_items(plan, a_terms)
-    if plan.pp == 1 or plan.schedule != "1f1b":
-        return sum(items)
-    w = min(plan.pp - stage, len(items))
-    return max(sum(items[i:i + w]) for i in range(len(items) - w + 1))
+    if plan.pp > 1 and plan.schedule == "1f1b":
+        w = plan.pp - stage
+        return [(sum(items[j:j + w]), items[j]) for j in range(len(items))]
+    return [(sum(items[:j + 1]), items[j]) for j in reversed(range(len(items)))]
 
 
 def predict_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4,
                 unsharded: list | None = None, a_terms: Sequence[float] | None = None) -> float:
-    """The largest rank's memory in MiB for ``plan``: per stage, parameters, gradients and Adam's two moments
-    (sharded over dp with ZeRO), the dp gradient buffer, and activations coeff x W x the point-channels in flight
-    (:func:`in_flight`), W the stage's output features; a stage after the first also holds the features it receives,
-    one tensor of the training dtype a unit.
+    """The largest rank's memory in MiB for ``plan``: the largest of :func:`predict_stage_mib`."""
+    return max(predict_stage_mib(plan, stages, a_global, coeffs, dtype_bytes, unsharded, a_terms))
 
-    ``a_terms``: each loss term's points x jet channels over all ranks (summing to ``a_global``; without it, one
-    term). A work item is one loss term's micro-batch (each term is its own pass). The one-process coefficient holds
-    the whole step's activations with their backward's temporaries in proportion; a 1F1B stage holds few items, and
-    the backward of the one in hand adds its temporaries (``backward`` x coeff x W x the largest item) and, on a
-    stage before the last, the gradient it receives for its output (one tensor a unit of the next stage's input).
 
-    Under recompute a stage holds two things. What recompute keeps of every work item in flight, the blocks'
-    inputs: W is then that of the stage before tensor-parallel sharding (``unsharded``, the same stages with tp
-    = 1), since tp replicates them (benchmarks/planner_memory.py measured tp = 2 with recompute at 0.69x of a
-    prediction from the sharded widths). And, during a block's backward, that block's activations recomputed for one
-    work item: ``plain`` x the largest block's output features (one weight layer's, a block being a layer and its
-    activation) x the largest work item's point-channels. The one-process ``recompute`` coefficient holds both (the
-    item there is a whole loss term); the kept part's coefficient is what is left of it after that block, so one
-    process is predicted as measured, and a pipeline's smaller items (1 / m of a term) recompute less. Mixed
-    precision is modelled as fp32 (an upper bound on the value channel)."""
-    worst = 0.0
+def predict_stage_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoefficients, dtype_bytes: int = 4,
+                      unsharded: list | None = None, a_terms: Sequence[float] | None = None) -> list[float]:
+    """The memory in MiB of a rank of each pipeline stage under ``plan`` (one entry a stage).
+
+    A rank holds its stage's parameters, gradients and Adam's two moments (sharded over dp with ZeRO,
+    :func:`state_bytes`), and at its peak, during one work item's backward (:func:`backward_windows`):
+
+    - per point-channel of every item held: ``plain`` x W (the stage's width units), or under recompute the blocks'
+      inputs, ``dtype_bytes`` x W of the stage before tensor-parallel sharding (``unsharded``, the same stages with
+      tp = 1: tp replicates them; benchmarks/planner_memory.py measured tp = 2 with recompute at 0.69x of a
+      prediction from the sharded widths); on a stage after the first, plus the features it received, one value a
+      unit of its input;
+    - per point-channel of the item in hand: ``backward_peak`` x B (the stage's widest layer's units), or under
+      recompute ``recompute_peak`` x B; on a stage before the last, plus the gradient it receives for its output,
+      one value a unit of the next stage's input.
+
+    The data-parallel gradient buffer is allocated after the backward has freed the activations, so the larger of
+    the two counts. ``a_terms``: each loss term's points x jet channels over all ranks (summing to ``a_global``;
+    without it, one term). Coefficients are float32 bytes, scaled by ``dtype_bytes`` / 4; mixed precision is
+    modelled as fp32 (an upper bound on the value channel)."""
     a_terms = list(a_terms) if a_terms else [a_global]
-    total = max(sum(a_terms), 1e-300)
-    scale = a_global / total  # a_terms in the units of a_global
-    item = max(work_items(plan, a_terms)) * scale  # the largest work item's point-channels
-    coeff = coeffs.recompute if plan.recompute else coeffs.plain
-    if plan.recompute:
-        full = unsharded or stages
-        coeff = max(0.0, coeffs.recompute - coeffs.plain * max(a_terms) / total * max(_block_units(s) for s in full)
-                    / max(sum(_width_units(s) for s in full), 1))
-    one_f_one_b = plan.pp > 1 and plan.schedule == "1f1b"
+    scale = a_global / max(sum(a_terms), 1e-300)  # a_terms in the units of a_global
+    full = unsharded or stages
+    out = []
     for k, stage in enumerate(stages):
-        state = sum(state_bytes(stage, plan, dtype_bytes).values())
-        widths = (unsharded or stages)[k] if plan.recompute else stage
-        received = _input_units(stage) * dtype_bytes if k > 0 else 0  # one tensor a unit, not a layer's c
-        act = (coeff * _width_units(widths) * dtype_bytes / 4 + received) * in_flight(plan, k, a_terms) * scale
+        state = state_bytes(stage, plan, dtype_bytes)
+        base = state["parameters"] + state["gradients"] + state["adam"]
+        received = _input_units(stage) * dtype_bytes if k > 0 else 0
+        grad_out = _input_units(stages[k + 1]) * dtype_bytes if k + 1 < len(stages) else 0
         if plan.recompute:
-            act += coeffs.plain * _block_units(stage) * dtype_bytes / 4 * item
-        elif one_f_one_b:
-            act += coeffs.backward * coeffs.plain * _width_units(stage) * dtype_bytes / 4 * item
-        if one_f_one_b and k + 1 < len(stages):
-            act += _input_units(stages[k + 1]) * dtype_bytes * item  # the gradient received for the output
-        worst = max(worst, (state + act) / 2**20)
-    return worst
+            per_held = dtype_bytes * _width_units(full[k]) + received
+            per_item = grad_out + coeffs.recompute_peak * _block_units(stage) * dtype_bytes / 4
+        else:
+            per_held = coeffs.plain * _width_units(stage) * dtype_bytes / 4 + received
+            per_item = grad_out + coeffs.backward_peak * _block_units(stage) * dtype_bytes / 4
+        act = max(per_held * held + per_item * item for held, item in backward_windows(plan, k, a_terms)) * scale
+        out.append((base + max(act, state["dp_buffer"])) / 2**20)
+    return out
 
 
 @dataclass(frozen=True)

@@ -154,8 +154,11 @@ def test_machine_round_trip(tmp_path):
     assert back.compute.s_per_mac == m.compute.s_per_mac and back.inter_node == m.inter_node
     assert back.memory_per_rank_mib == pytest.approx(m.memory_per_rank_mib, rel=1e-5)
     assert back.activations == m.activations and back.ranks_per_node == 8 and back.nodes == 8
-    path.write_text(m.to_toml().replace("backward = 0.19\n", ""))  # optional: a default of 0.25
-    assert load_machine(path).activations.backward == 0.25
+    # a description of the earlier memory model (coefficients per width unit) is refused, not misread
+    path.write_text(m.to_toml().replace("backward_peak = 6.97\n", "backward = 0.19\n"))
+    with pytest.raises(MachineError, match=r"\[activations\] backward belong to an earlier memory model .* elecsolver "
+                                           r"plan --calibrate"):
+        load_machine(path)
 
 
 @pytest.mark.parametrize("edit, words", [
@@ -164,8 +167,10 @@ def test_machine_round_trip(tmp_path):
     (("s_per_mac = 3.3e-13", "s_per_mac = -1.0"), "compute.s_per_mac must be a positive number, got -1.0"),
     (("[inter_node]", "[between_nodes]"), "unknown key(s) ['between_nodes'] in the top level"),
     (("measured = false", "measured = \"no\""), "measured must be true"),
-    (("plain = 9.07", "plian = 9.07"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
-    (("backward = 0.19", "backward = -0.19"), "activations.backward must be a non-negative number, got -0.19"),
+    (("plain = 8.95", "plian = 8.95"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
+    (("backward_peak = 6.97", "backward_peak = -0.19"),
+     "activations.backward_peak must be a non-negative number, got -0.19"),
+    (("recompute_peak = 11.0", ""), "needs activations.recompute_peak"),
     (("nodes = 8", "nodes = 8\nbogus_key = 1"), "unknown key(s) ['bogus_key'] in the top level; it has"),
     (("memory_per_rank = \"80GB\"", ""), "needs memory_per_rank"),
     (("global_s = 5.0e-3", ""), "needs compute.global_s"),
@@ -274,7 +279,7 @@ def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch
     monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [coll + [a, r] for a, r in zip(after, rates)])
     from elecsolver.parallel import planner
 
-    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 5.0))
+    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 6.0, 10.0))
     m = calibration.measure_machine(_problem(), 3, progress=lambda *a: None)
     assert m.measured and m.ranks_per_node == 3 and m.nodes == 1
     assert m.intra_node.alpha_s == pytest.approx(alpha, rel=1e-6)
@@ -295,7 +300,7 @@ def test_calibration_fits_the_micro_batch_cost_to_a_pipeline(monkeypatch):
     rates = {"s_per_mac": 2e-10, "s_per_point": 1e-7, "global_s": 0.003, "microbatch_s": 0.006,
              "recompute_factor": 1.5}
     rows = [coll + [{"after_compute_s": 3e-3}, rates]] * 2
-    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 5.0))
+    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 6.0, 10.0))
     monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: rows)
     problem = _problem()
     base = calibration.measure_machine(problem, 2, progress=lambda *a: None)
@@ -362,7 +367,7 @@ def test_calibrate_writes_a_description_the_planner_reads(tmp_path):
     assert m.compute.recompute_factor >= 1 and m.activations.plain > 0 and m.compute.s_per_point >= 0
     assert f"# wrote {path}" in r.stdout and "ranked by predicted step time" in r.stdout
     assert m.cores_per_node >= 1 and m.intra_node.wait_s >= 0 and "wait after computing" in r.stdout
-    assert "two-stage pipeline" in r.stdout and m.compute.microbatch_s > 0 and 0 < m.activations.backward < 1
+    assert "two-stage pipeline" in r.stdout and m.compute.microbatch_s > 0 and m.activations.backward_peak > 0
 
 
 def test_calibrate_refuses_an_unwritable_place_before_measuring(tmp_path):

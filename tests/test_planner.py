@@ -114,50 +114,63 @@ def test_memory_model_calibrated_on_a_small_network_predicts_a_larger_one():
 
 
 def test_memory_terms_of_the_plan():
-    """Exact bookkeeping of predict_mib: ZeRO shards Adam's moments over dp, a dp gradient buffer, 1F1B holds
-    pp - stage consecutive work items on a stage plus the backward's share and the received gradient of the largest
-    item, GPipe all of them, a later stage what it receives, recompute its own coefficient."""
+    """Exact bookkeeping of predict_mib: ZeRO shards Adam's moments over dp; the dp gradient buffer comes after the
+    activations are freed; a work item's backward adds its peak over the widest layer (B) to what is held then:
+    one process differentiates its terms last first, GPipe its items, 1F1B holds pp - stage consecutive items; a
+    stage before the last receives its output's gradient, a stage after the first holds what it received; recompute
+    keeps one value a width unit."""
     from elecsolver.parallel.planner import (
         MemoryCoefficients,
+        _block_units,
         _input_units,
         _shards,
         _width_units,
-        in_flight,
+        backward_windows,
         predict_mib,
+        predict_stage_mib,
     )
 
     from elecsolver.training.trainer import build_model
 
     p = _problem()
     model = build_model(p, __import__("torch").device("cpu"))
-    co = MemoryCoefficients(plain=8.0, recompute=5.0, backward=0.25)
+    co = MemoryCoefficients(plain=8.0, backward_peak=6.0, recompute_peak=10.0)
     one = _shards(model, 1, 1)
     params = sum(q.numel() for q in model.parameters()) * 4
+    w, b = _width_units(model), _block_units(model)
     a = 10_000
-    act = 8.0 * a * _width_units(model)
+    act = 8.0 * w * a + 6.0 * b * a  # one term: all of it held while its backward runs
     assert predict_mib(Plan(1), one, a, co) * 2**20 == pytest.approx(4 * params + act, rel=1e-12)
     plain, zero = (predict_mib(Plan(4, zero=z), one, a, co) * 2**20 for z in (False, True))
     assert plain - zero == pytest.approx(2 * params * (1 - 1 / 4), rel=1e-12)
-    assert plain == pytest.approx(5 * params + act / 4, rel=1e-12)
-    assert predict_mib(Plan(1, recompute=True), one, a, co) * 2**20 == pytest.approx(4 * params + act * 5 / 8,
-                                                                                    rel=1e-12)
+    assert plain == pytest.approx(4 * params + act / 4, rel=1e-12)  # the dp buffer (params) is under act / 4
+    tiny = predict_mib(Plan(4), one, 4, co) * 2**20
+    assert tiny == pytest.approx(5 * params, rel=1e-12)  # ... and over a few points' activations
+    assert predict_mib(Plan(1, recompute=True), one, a, co) * 2**20 == pytest.approx(
+        4 * params + 4 * w * a + 10.0 * b * a, rel=1e-12)
+    # two terms of 6000 and 4000: the second is differentiated first, with both held
+    two_terms = predict_mib(Plan(1), one, a, co, a_terms=[6000, 4000]) * 2**20
+    assert two_terms == pytest.approx(4 * params + max(8.0 * w * a + 6.0 * b * 4000, 8.0 * w * 6000 + 6.0 * b * 6000),
+                                      rel=1e-12)
+    # work items 1500, 1000, 1500, 1000, ... (4 micro-batches of terms 6000 and 4000)
+    assert backward_windows(Plan(1, 1, 2, 4, "1f1b"), 0, [6000, 4000])[:2] == [(2500, 1500), (2500, 1000)]
+    assert backward_windows(Plan(1, 1, 2, 4, "1f1b"), 0, [6000, 4000])[-1] == (1000, 1000)
+    assert backward_windows(Plan(1, 1, 2, 4, "1f1b"), 1, [6000, 4000])[:2] == [(1500, 1500), (1000, 1000)]
+    assert backward_windows(Plan(1, 1, 2, 4, "gpipe"), 0, [6000, 4000])[:2] == [(10000, 1000), (9000, 1500)]
     two = _shards(model, 1, 2)
-    w0, w1 = _width_units(two[0]), _width_units(two[1])
-    p0 = sum(q.numel() for q in two[0].parameters()) * 4
-    f1b, gpipe = (predict_mib(Plan(1, 1, 2, 4, s), two, a, co) * 2**20 for s in ("1f1b", "gpipe"))
-    assert gpipe >= 4 * p0 + 8.0 * a * w0 - 1e-6
-    p1, received = sum(q.numel() for q in two[1].parameters()) * 4, _input_units(two[1]) * 4  # float32
-    # one term, 4 micro-batches of 2500: stage 0 holds 2 of them, stage 1 one; the largest item is 2500
-    assert f1b == pytest.approx(max(4 * p0 + 8.0 * w0 * 5000 + (0.25 * 8.0 * w0 + received) * 2500,
-                                    4 * p1 + (8.0 * w1 + received) * 2500 + 0.25 * 8.0 * w1 * 2500), rel=1e-12)
-    # by work items (one loss term's micro-batch each), in the schedule's order: terms of 6000 and 4000
-    # point-channels, 4 micro-batches, items 1500, 1000, 1500, 1000, ...; stage 0 holds 2 neighbours (2500), stage 1
-    # one (1500), the largest 1500
-    assert [in_flight(Plan(1, 1, 2, 4, "1f1b"), k, [6000, 4000]) for k in (0, 1)] == [2500, 1500]
-    assert in_flight(Plan(1, 1, 2, 4, "gpipe"), 0, [6000, 4000]) == 10000
-    f1b_items = predict_mib(Plan(1, 1, 2, 4, "1f1b"), two, a, co, a_terms=[6000, 4000]) * 2**20
-    assert f1b_items == pytest.approx(max(4 * p0 + 8.0 * w0 * 2500 + (0.25 * 8.0 * w0 + received) * 1500,
-                                          4 * p1 + (8.0 * w1 + received) * 1500 + 0.25 * 8.0 * w1 * 1500), rel=1e-12)
+    w0, w1, b0, b1 = _width_units(two[0]), _width_units(two[1]), _block_units(two[0]), _block_units(two[1])
+    p0, p1 = (sum(q.numel() for q in s.parameters()) * 4 for s in two)
+    g = _input_units(two[1]) * 4  # float32: stage 0's output gradient, stage 1's received features
+    f1b = predict_stage_mib(Plan(1, 1, 2, 4, "1f1b"), two, a, co, a_terms=[6000, 4000])
+    assert f1b[0] * 2**20 == pytest.approx(4 * p0 + 8.0 * w0 * 2500 + (g + 6.0 * b0) * 1500, rel=1e-12)
+    assert f1b[1] * 2**20 == pytest.approx(4 * p1 + (8.0 * w1 + g) * 1500 + 6.0 * b1 * 1500, rel=1e-12)
+    gpipe = predict_stage_mib(Plan(1, 1, 2, 4, "gpipe"), two, a, co, a_terms=[6000, 4000])
+    assert gpipe[0] * 2**20 == pytest.approx(4 * p0 + max(8.0 * w0 * 10000 + (g + 6.0 * b0) * 1000,
+                                                           8.0 * w0 * 9000 + (g + 6.0 * b0) * 1500), rel=1e-12)
+    rc = predict_stage_mib(Plan(1, 1, 2, 4, "1f1b", recompute=True), two, a, co, unsharded=two, a_terms=[6000, 4000])
+    assert rc[0] * 2**20 == pytest.approx(4 * p0 + 4 * w0 * 2500 + (g + 10.0 * b0) * 1500, rel=1e-12)
+    assert rc[1] * 2**20 == pytest.approx(4 * p1 + (4 * w1 + g) * 1500 + 10.0 * b1 * 1500, rel=1e-12)
+    assert predict_mib(Plan(1, 1, 2, 4, "1f1b"), two, a, co, a_terms=[6000, 4000]) == max(f1b)
 
 
 def test_plan_command_with_a_memory_limit():
