@@ -200,7 +200,8 @@ class Machine:
 _KEYS = {"": {"name", "measured", "source", "ranks_per_node", "nodes", "cores_per_node", "memory_per_rank", "compute",
                "activations", "intra_node", "inter_node"},
          "compute": {"s_per_mac", "s_per_point", "global_s", "microbatch_s", "recompute_factor"},
-         "activations": {"plain", "backward_peak", "recompute_peak"}, "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
+         "activations": {"plain", "backward_peak", "recompute_peak"},
+         "intra_node": {"alpha_s", "beta_s_per_byte", "wait_s"},
          "inter_node": {"alpha_s", "beta_s_per_byte", "wait_s"}}
 
 

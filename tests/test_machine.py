@@ -279,7 +279,8 @@ def test_calibration_fits_the_collectives_and_takes_the_median_rates(monkeypatch
     monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: [coll + [a, r] for a, r in zip(after, rates)])
     from elecsolver.parallel import planner
 
-    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 6.0, 10.0))
+    coeffs = planner.MemoryCoefficients(8.0, 6.0, 10.0)
+    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: coeffs)
     m = calibration.measure_machine(_problem(), 3, progress=lambda *a: None)
     assert m.measured and m.ranks_per_node == 3 and m.nodes == 1
     assert m.intra_node.alpha_s == pytest.approx(alpha, rel=1e-6)
@@ -300,7 +301,8 @@ def test_calibration_fits_the_micro_batch_cost_to_a_pipeline(monkeypatch):
     rates = {"s_per_mac": 2e-10, "s_per_point": 1e-7, "global_s": 0.003, "microbatch_s": 0.006,
              "recompute_factor": 1.5}
     rows = [coll + [{"after_compute_s": 3e-3}, rates]] * 2
-    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: planner.MemoryCoefficients(8.0, 6.0, 10.0))
+    coeffs = planner.MemoryCoefficients(8.0, 6.0, 10.0)
+    monkeypatch.setattr(planner, "calibrate", lambda problem, points_scale=1.0: coeffs)
     monkeypatch.setattr(calibration, "spawn_local", lambda cmd, world: rows)
     problem = _problem()
     base = calibration.measure_machine(problem, 2, progress=lambda *a: None)
