@@ -115,6 +115,42 @@ def _median_machine(machines: list):
                                activations=med([m.activations for m in machines]), intra_node=link, inter_node=link)
 
 
+def _repredict_memory(problem, path: str) -> int:
+    """Predict the memory of every plan of the JSON at ``path`` again with the memory model as it is now, from
+    activation coefficients measured again on this process (as ``measure_machine`` measures them: allocation
+    counts, the same on every run), and rewrite the JSON's memory fields; its measured times and memory stay."""
+    import datetime
+
+    from elecsolver.parallel.calibration import measure_activations
+    from elecsolver.parallel.planner import Plan, feasibility
+
+    data = json.loads(Path(path).read_text())
+    coeffs = measure_activations(problem)
+    for row in data["plans"]:
+        plan = Plan(**_plan_fields(row["plan"]))
+        row["predicted_mib"] = feasibility(problem, data["world"], [plan], coefficients=coeffs)[0].memory_mib
+        row["memory_ratio"] = row["predicted_mib"] / row["measured_mib"]
+    data["activations"] = {"plain": coeffs.plain, "backward_peak": coeffs.backward_peak,
+                           "recompute_peak": coeffs.recompute_peak}
+    data["worst_memory_error"] = max(abs(r["memory_ratio"] - 1) for r in data["plans"])
+    data["memory_repredicted"] = f"python benchmarks/planner_time.py --repredict-memory, {datetime.date.today()}"
+    Path(path).write_text(json.dumps(data, indent=1) + "\n")
+    print(f"worst memory error {data['worst_memory_error']:.1%}; rewrote {path}")
+    return 0
+
+
+def _plan_fields(flags: str) -> dict:
+    """Plan fields from its flags (``Plan.flags()``), e.g. ``--dp 2 --tp 1 --pp 1 --zero``."""
+    words, out = flags.split(), {}
+    for k, w in enumerate(words):
+        if w in ("--zero", "--recompute"):
+            out[w[2:]] = True
+        elif w.startswith("--") and k + 1 < len(words) and not words[k + 1].startswith("--"):
+            v = words[k + 1]
+            out[w[2:]] = int(v) if v.isdigit() else v
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="output (default benchmarks/planner_time.json for 2 ranks of the point source's "
@@ -125,6 +161,9 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=15, help="timed steps a plan a launch (default 15)")
     ap.add_argument("--repeats", type=int, default=3, help="launches (default 3); the median is reported")
     ap.add_argument("--write-machine", metavar="FILE", help="also write the measured machine description here")
+    ap.add_argument("--repredict-memory", action="store_true",
+                    help="re-apply the memory model to the plans of the JSON already written (--json), keeping its "
+                         "measurements; the activation coefficients are measured again on this process")
     args = ap.parse_args(argv)
     default = (args.world, args.problem, args.preset) == (2, "maxwell-point-source-2d", "quick")
     args.json = args.json or ("benchmarks/planner_time.json" if default
@@ -136,6 +175,8 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     problem = _problem(args.problem, args.preset)
+    if args.repredict_memory:
+        return _repredict_memory(problem, args.json)
     plans = _plans(args.world, args.problem, args.preset)
     machines, runs = [], []
     for k in range(args.repeats):

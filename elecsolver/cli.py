@@ -719,7 +719,7 @@ def _plan(args) -> int | None:
     from collections import Counter
 
     from .parallel.machine import load_machine
-    from .parallel.planner import calibrate, feasibility, ranked
+    from .parallel.planner import feasibility, ranked
 
     if args.world_size is None or args.world_size < 1:
         raise UsageError(f"--world-size must be a positive integer, got {args.world_size}")
@@ -745,9 +745,10 @@ def _plan(args) -> int | None:
         machine = load_machine(args.machine)
     coeffs = None
     if limit is not None and machine is None:  # measured at up to 4000 points a step: activations are linear in them
-        total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
+        from elecsolver.parallel.calibration import measure_activations
+
         with _quiet_native_stderr():  # the profiler's start-up lines, written below Python
-            coeffs = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
+            coeffs = measure_activations(problem)
     checks = feasibility(problem, args.world_size, memory_mib=limit, coefficients=coeffs, machine=machine)
     ok = ranked(checks) if machine is not None else [c for c in checks if c.ok]
     on = ""

@@ -37,7 +37,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-__all__ = ["fit_microbatch_s", "host_memory_mib", "measure_machine", "spawn_local"]
+__all__ = ["fit_microbatch_s", "host_memory_mib", "measure_activations", "measure_machine", "spawn_local"]
 
 SIZES = (2**8, 2**12, 2**16, 2**20)  # float32 elements: 1 KiB to 4 MiB
 PIPELINE_MICROBATCHES = (2, 8)
@@ -71,6 +71,22 @@ def spawn_local(cmd: list[str], world: int, timeout: float = 1200, threads: int 
             raise RuntimeError(f"rank {rank} of the calibration failed:\n{err.strip()}")
         rows.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
     return rows
+
+
+def measure_activations(problem):
+    """The memory model's coefficients (:func:`~elecsolver.parallel.planner.calibrate`) measured on this process at
+    up to 4000 points a step (the activations are linear in the points). They count allocations, so every run gives
+    the same numbers.
+
+    Raises
+    ------
+    RuntimeError
+        If this torch build's profiler records no memory events.
+    """
+    from .planner import calibrate
+
+    total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
+    return calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
 
 
 def host_memory_mib() -> float:
@@ -218,7 +234,7 @@ def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 1
     import numpy as np
 
     from .machine import Link, Machine
-    from .planner import TimeCoefficients, calibrate
+    from .planner import TimeCoefficients
 
     if not isinstance(ranks, int) or ranks < 2:
         raise ValueError(f"a calibration needs at least 2 ranks (it measures their collectives), got {ranks!r}")
@@ -243,8 +259,7 @@ def measure_machine(problem, ranks: int, spec: str | None = None, steps: int = 1
     compute = TimeCoefficients(alpha_s=alpha, beta_s_per_byte=beta, wait_s=wait,
                                measured_on=f"{problem.name}, {ranks} processes at once", **med)
     progress("# calibrating the activation memory on this process")
-    total = sum(len(problem.sample(c.name, seed=problem.training.seed).points) for c in problem.constraints())
-    activations = calibrate(problem, points_scale=min(1.0, 4000 / max(total, 1)))
+    activations = measure_activations(problem)
     link = Link(compute.alpha_s, compute.beta_s_per_byte, compute.wait_s)
     import platform
 

@@ -38,7 +38,7 @@ File format::
     recompute_factor = 1.33
 
     [activations]                          # planner.MemoryCoefficients: float32 bytes per point-channel
-    plain = 8.95                           # held by a work item's forward, per width unit
+    plain = 4.5                            # held by a work item's forward, per width unit
     backward_peak = 6.97                   # a work item's backward, per unit of the widest layer
     recompute_peak = 11.0                  # the same under recompute
 

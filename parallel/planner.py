@@ -162,22 +162,51 @@ def _shards(model, tp: int, pp: int) -> list:
     return stages
 
 
-def _out_units(module) -> list[int]:
-    """The output features of each weight layer as this rank holds it (a grouped layer [G, out, in] counts G out):
-    each is one activation column per point and jet channel."""
-    return [int(w.numel() // w.shape[-1]) for name, w in module.named_parameters()
-            if name.endswith("weight") and w.dim() >= 2]
+def _layers(module) -> list[tuple[bool, int, int]]:
+    """(is a weight layer, input units, output units) of each weight layer and activation of ``module``'s body, in
+    order, as this rank holds them: a weight [out, in] has in and out units, a grouped one [G, out, in] G in and G
+    out; an activation is elementwise, as wide as the weight layer before it (or, first in a pipeline stage, the
+    one after it). A unit is one column per point and jet channel."""
+    from elecsolver.networks import Activation
+
+    body = getattr(module, "body", module)
+    rows = []
+    for layer in body.children():
+        w = getattr(layer, "weight", None)
+        if isinstance(w, torch.Tensor) and w.dim() >= 2:
+            rows.append([True, int(w.shape[-1] * (w.shape[0] if w.dim() == 3 else 1)), int(w.numel() // w.shape[-1])])
+        elif isinstance(layer, Activation):
+            rows.append([False, 0, 0])
+    for order in (rows, rows[::-1]):
+        width = 0
+        for r in order:
+            if r[0]:
+                width = r[2] if order is rows else r[1]
+            elif not r[2]:
+                r[1] = r[2] = width
+    return [tuple(r) for r in rows]
 
 
 def _width_units(module) -> int:
-    """W: the output features of every weight layer summed (:func:`_out_units`)."""
-    return sum(_out_units(module))
+    """W: the output units of every weight layer and activation summed (:func:`_layers`): what a forward keeps for
+    the backward is each one's output (a linear layer's, one value a unit; an activation's, with its argument's
+    value channel), so a pipeline stage that starts with the activation of the previous stage's last layer holds
+    its share."""
+    return sum(out for _, _, out in _layers(module))
 
 
 def _block_units(module) -> int:
-    """The output features of the widest weight layer (:func:`_out_units`): the activation columns of the largest
-    recompute block (a layer and its activation)."""
-    return max(_out_units(module))
+    """B: the output units of the widest weight layer or activation (:func:`_layers`), whose backward's temporaries
+    set the peak of a backward."""
+    return max(out for _, _, out in _layers(module))
+
+
+def _kept_units(module) -> int:
+    """What recompute keeps of a work item, in units: each block's output (:func:`_layers`; a block is a weight layer
+    and the activations after it, :func:`elecsolver.parallel.recompute.blocks_of`), which the next block takes as its
+    input, or the stage sends on or its loss reads; the stage's own input is what it received."""
+    rows = _layers(module)
+    return sum(out for k, (_, _, out) in enumerate(rows) if k + 1 == len(rows) or rows[k + 1][0])
 
 
 def _input_units(stage) -> int:
@@ -244,10 +273,10 @@ class MemoryCoefficients:
     Attributes
     ----------
     plain : float
-        What a work item's forward holds until its backward, per point-channel and width unit (W: the output
-        features of every weight layer of the stage, :func:`_width_units`): 8.95 on ``maxwell-point-source-2d``, 8.66
-        on ``maxwell-cavity-3d`` (a linear layer keeps its output, one float a unit; a sine activation its output and
-        its argument's value channel).
+        What a work item's forward holds until its backward, per point-channel and width unit (W: the output units
+        of every weight layer and activation of the stage, :func:`_width_units`): 4.50 on
+        ``maxwell-point-source-2d``, 4.40 on ``maxwell-cavity-3d`` (a linear layer keeps its output, one float a
+        unit; a sine activation its output and its argument's value channel, 1.2-1.25 floats a unit).
     backward_peak : float
         What the backward of one work item allocates above that at its peak, per point-channel and unit of the
         stage's widest layer (B, :func:`_block_units`): the gradients of a layer's jet channels and the activation's
@@ -255,8 +284,9 @@ class MemoryCoefficients:
     recompute_peak : float
         Under recompute: what the backward of one work item allocates at its peak, per point-channel and unit of the
         widest layer: that layer's block run again (its forward's bytes) and differentiated. What recompute keeps
-        of each work item in flight is its blocks' inputs, one value of the training dtype a unit (W before
-        tensor-parallel sharding, which replicates them), counted exactly. 11.0 and 11.1 on the two problems.
+        of each work item in flight is its blocks' outputs, one value of the training dtype a unit
+        (:func:`_kept_units`, of the stage before tensor-parallel sharding, which replicates them), counted
+        exactly. 11.0 and 11.1 on the two problems.
     measured_on : str
     """
 
@@ -275,7 +305,8 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
     one first (the autograd engine runs the most recently recorded nodes first), each term's saved tensors freed as
     its backward ends. With the terms' point-channels a_1..a_n, S_j = a_1 + ... + a_j held when term j's backward
     runs, W the width units and B the widest layer's: the plain peak P = max_j (plain W S_j + backward_peak B a_j),
-    and under recompute P_r = max_j (b W S_j + recompute_peak B a_j) (b the training dtype's bytes), each solved
+    and under recompute P_r = max_j (b K S_j + recompute_peak B a_j) (b the training dtype's bytes, K the units
+    recompute keeps, :func:`_kept_units`), each solved
     for its coefficient (the smallest of the n candidates: the peak is the largest of the n sums).
 
     Parameters
@@ -303,7 +334,8 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
                   if isinstance(v, int) and not isinstance(v, bool) and k in keys}
         problem = type(problem)(merge(cfg, {"sampling": counts}))
     dt = 8 if problem.training.dtype == "float64" else 4
-    a = [n * k for n, k in term_sizes(problem).values() if n > 0]
+    sizes = term_sizes(problem)
+    a = [n * k for n, k in sizes.values() if n > 0]
     held = [sum(a[:j + 1]) for j in range(len(a))]
     peaks = {}
     for recompute in (False, True):
@@ -312,19 +344,20 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
         grads = sum(p.numel() * p.element_size() for p in model.parameters())
         peaks[recompute] = max(0.0, measure(trainer.train_step) * 2**20 - grads) * 4 / dt  # as float32 bytes
         if not recompute:
-            w, b = _width_units(model), _block_units(model)
-            backward = backward_peak(problem, model)
+            w, b, kept = _width_units(model), _block_units(model), _kept_units(model)
+            backward = backward_peak(problem, model, sizes)
     plain = max(0.0, min((peaks[False] - backward * b * aj) / (w * sj) for aj, sj in zip(a, held)))
-    recompute = max(0.0, min((peaks[True] - 4 * w * sj) / (b * aj) for aj, sj in zip(a, held)))
+    recompute = max(0.0, min((peaks[True] - 4 * kept * sj) / (b * aj) for aj, sj in zip(a, held)))
     return MemoryCoefficients(plain, backward, recompute, f"{problem.name}, one process")
 
 
-def backward_peak(problem, model) -> float:
+def backward_peak(problem, model, sizes: dict | None = None) -> float:
     """What the backward of ``problem``'s largest loss term (points x jet channels) allocates at its peak above what
     its forward left held (:func:`~elecsolver.parallel.profiling.allocations`), in float32 bytes per point-channel
     and unit of the network's widest layer: the ``backward_peak`` of :class:`MemoryCoefficients` (6.97 on
     ``maxwell-point-source-2d``). The term's residual is squared and summed, as in the loss; ``model`` is the
-    one-process network (its gradients are left as they were).
+    one-process network (its gradients are left as they were); ``sizes``: :func:`term_sizes` of ``problem``, if
+    already known.
 
     Raises
     ------
@@ -335,7 +368,7 @@ def backward_peak(problem, model) -> float:
 
     from .profiling import allocations
 
-    sizes = term_sizes(problem)
+    sizes = sizes or term_sizes(problem)
     c = max(problem.constraints(), key=lambda c: sizes[c.name][0] * sizes[c.name][1])
     cloud = problem.sample(c.name, seed=problem.training.seed)
     dtype = next(model.parameters()).dtype
@@ -401,10 +434,10 @@ def predict_stage_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoe
     :func:`state_bytes`), and at its peak, during one work item's backward (:func:`backward_windows`):
 
     - per point-channel of every item held: ``plain`` x W (the stage's width units), or under recompute the blocks'
-      inputs, ``dtype_bytes`` x W of the stage before tensor-parallel sharding (``unsharded``, the same stages with
-      tp = 1: tp replicates them; benchmarks/planner_memory.py measured tp = 2 with recompute at 0.69x of a
-      prediction from the sharded widths); on a stage after the first, plus the features it received, one value a
-      unit of its input;
+      outputs, ``dtype_bytes`` x :func:`_kept_units` of the stage before tensor-parallel sharding (``unsharded``,
+      the same stages with tp = 1: tp replicates them; benchmarks/planner_memory.py measured tp = 2 with recompute
+      at 0.69x of a prediction from the sharded widths); on a stage after the first, plus the features it
+      received, one value a unit of its input;
     - per point-channel of the item in hand: ``backward_peak`` x B (the stage's widest layer's units), or under
       recompute ``recompute_peak`` x B; on a stage before the last, plus the gradient it receives for its output,
       one value a unit of the next stage's input.
@@ -423,7 +456,7 @@ def predict_stage_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoe
         received = _input_units(stage) * dtype_bytes if k > 0 else 0
         grad_out = _input_units(stages[k + 1]) * dtype_bytes if k + 1 < len(stages) else 0
         if plan.recompute:
-            per_held = dtype_bytes * _width_units(full[k]) + received
+            per_held = dtype_bytes * _kept_units(full[k]) + received
             per_item = grad_out + coeffs.recompute_peak * _block_units(stage) * dtype_bytes / 4
         else:
             per_held = coeffs.plain * _width_units(stage) * dtype_bytes / 4 + received

@@ -167,7 +167,7 @@ def test_machine_round_trip(tmp_path):
     (("s_per_mac = 3.3e-13", "s_per_mac = -1.0"), "compute.s_per_mac must be a positive number, got -1.0"),
     (("[inter_node]", "[between_nodes]"), "unknown key(s) ['between_nodes'] in the top level"),
     (("measured = false", "measured = \"no\""), "measured must be true"),
-    (("plain = 8.95", "plian = 8.95"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
+    (("plain = 4.5", "plian = 4.5"), "unknown key(s) ['plian'] in [activations] (did you mean 'plain'?)"),
     (("backward_peak = 6.97", "backward_peak = -0.19"),
      "activations.backward_peak must be a non-negative number, got -0.19"),
     (("recompute_peak = 11.0", ""), "needs activations.recompute_peak"),

@@ -118,11 +118,12 @@ def test_memory_terms_of_the_plan():
     activations are freed; a work item's backward adds its peak over the widest layer (B) to what is held then:
     one process differentiates its terms last first, GPipe its items, 1F1B holds pp - stage consecutive items; a
     stage before the last receives its output's gradient, a stage after the first holds what it received; recompute
-    keeps one value a width unit."""
+    keeps one value a unit of each block's output."""
     from elecsolver.parallel.planner import (
         MemoryCoefficients,
         _block_units,
         _input_units,
+        _kept_units,
         _shards,
         _width_units,
         backward_windows,
@@ -147,7 +148,7 @@ def test_memory_terms_of_the_plan():
     tiny = predict_mib(Plan(4), one, 4, co) * 2**20
     assert tiny == pytest.approx(5 * params, rel=1e-12)  # ... and over a few points' activations
     assert predict_mib(Plan(1, recompute=True), one, a, co) * 2**20 == pytest.approx(
-        4 * params + 4 * w * a + 10.0 * b * a, rel=1e-12)
+        4 * params + 4 * _kept_units(model) * a + 10.0 * b * a, rel=1e-12)
     # two terms of 6000 and 4000: the second is differentiated first, with both held
     two_terms = predict_mib(Plan(1), one, a, co, a_terms=[6000, 4000]) * 2**20
     assert two_terms == pytest.approx(4 * params + max(8.0 * w * a + 6.0 * b * 4000, 8.0 * w * 6000 + 6.0 * b * 6000),
@@ -168,9 +169,32 @@ def test_memory_terms_of_the_plan():
     assert gpipe[0] * 2**20 == pytest.approx(4 * p0 + max(8.0 * w0 * 10000 + (g + 6.0 * b0) * 1000,
                                                            8.0 * w0 * 9000 + (g + 6.0 * b0) * 1500), rel=1e-12)
     rc = predict_stage_mib(Plan(1, 1, 2, 4, "1f1b", recompute=True), two, a, co, unsharded=two, a_terms=[6000, 4000])
-    assert rc[0] * 2**20 == pytest.approx(4 * p0 + 4 * w0 * 2500 + (g + 10.0 * b0) * 1500, rel=1e-12)
-    assert rc[1] * 2**20 == pytest.approx(4 * p1 + (4 * w1 + g) * 1500 + 10.0 * b1 * 1500, rel=1e-12)
+    assert rc[0] * 2**20 == pytest.approx(4 * p0 + 4 * _kept_units(two[0]) * 2500 + (g + 10.0 * b0) * 1500, rel=1e-12)
+    assert rc[1] * 2**20 == pytest.approx(4 * p1 + (4 * _kept_units(two[1]) + g) * 1500 + 10.0 * b1 * 1500, rel=1e-12)
     assert predict_mib(Plan(1, 1, 2, 4, "1f1b"), two, a, co, a_terms=[6000, 4000]) == max(f1b)
+
+
+def test_a_stage_that_opens_with_an_activation_holds_its_units():
+    """The cavity's 4-64-64-64-6 network cut into 4 stages by parameters: stage 1 is one linear layer, stages 2 and
+    3 open with the activation of the layer before them. W counts every weight layer's and activation's outputs, B
+    the widest, and recompute keeps each block's output (a weight layer and the activations after it)."""
+    import torch
+    from elecsolver.parallel.planner import _block_units, _kept_units, _layers, _shards, _width_units
+    from elecsolver.problems import get_problem_class
+
+    from elecsolver.training.trainer import build_model
+
+    cls = get_problem_class("maxwell-cavity-3d")
+    model = build_model(cls(cls.preset_config("quick")), torch.device("cpu"))
+    assert [r[0] for r in _layers(model)] == [True, False] * 3 + [True]
+    # W: linear outputs 64 + 64 + 64 + 6 and activations 3 x 64; kept: the four blocks' outputs
+    assert (_width_units(model), _block_units(model), _kept_units(model)) == (390, 64, 198)
+    stages = _shards(model, 1, 4)
+    assert [_layers(s) for s in stages] == [[(True, 4, 64), (False, 64, 64)], [(True, 64, 64)],
+                                            [(False, 64, 64), (True, 64, 64)], [(False, 64, 64), (True, 64, 6)]]
+    assert [_width_units(s) for s in stages] == [128, 64, 128, 70]
+    assert [_kept_units(s) for s in stages] == [64, 64, 128, 70]
+    assert [_block_units(s) for s in stages] == [64, 64, 64, 64]
 
 
 def test_plan_command_with_a_memory_limit():
