@@ -306,8 +306,8 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
     its backward ends. With the terms' point-channels a_1..a_n, S_j = a_1 + ... + a_j held when term j's backward
     runs, W the width units and B the widest layer's: the plain peak P = max_j (plain W S_j + backward_peak B a_j),
     and under recompute P_r = max_j (b K S_j + recompute_peak B a_j) (b the training dtype's bytes, K the units
-    recompute keeps, :func:`_kept_units`), each solved
-    for its coefficient (the smallest of the n candidates: the peak is the largest of the n sums).
+    recompute keeps, :func:`_kept_units`), each solved for its coefficient (the smallest of the n candidates: the
+    peak is the largest of the n sums).
 
     Parameters
     ----------
@@ -336,7 +336,7 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
     dt = 8 if problem.training.dtype == "float64" else 4
     sizes = term_sizes(problem)
     a = [n * k for n, k in sizes.values() if n > 0]
-    held = [sum(a[:j + 1]) for j in range(len(a))]
+    held = list(itertools.accumulate(a))  # S_j
     peaks = {}
     for recompute in (False, True):
         trainer = warm_trainer(problem, recompute)  # Adam's state exists: the step's peak is activations, gradients
