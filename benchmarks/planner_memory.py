@@ -4,12 +4,12 @@ points, and per rank under 2-rank plans (dp, ZeRO, tp, pp with both schedules, r
     python benchmarks/planner_memory.py [--json benchmarks/planner_memory.json]
 
 The activation coefficients are calibrated on one process (``elecsolver.parallel.planner.calibrate``, at half the
-points); then every plan trains two steps on 2 ranks (torchrun-style variables, gloo, one thread each), and each rank
-measures its second step: the peak of torch's CPU allocations during the step
-(``elecsolver.parallel.profiling.peak_allocated_mib``) plus what it holds at the step's start (its parameters and
-optimizer state). The plan's measured memory is its largest rank's, the median of ``--repeats`` launches; the prediction is
-``planner.feasibility(...).memory_mib``. The network is the main job's quick network (multiscale, width 64) on the
-quick preset's points.
+points); then every plan trains one step on 2 ranks (torchrun-style variables, gloo, one thread each), and each rank
+measures the next: the peak of torch's CPU allocations during the step plus what it holds at the step's start (its
+parameters and optimizer state). The step is the first of 4 whose allocations and frees balance
+(``elecsolver.parallel.profiling.step_peak_mib``). The plan's measured memory is its largest rank's, the median of
+``--repeats`` launches; the prediction is ``planner.feasibility(...).memory_mib``. The network is the main job's quick
+network (multiscale, width 64) on the quick preset's points.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _problem():
 def worker() -> None:
     import torch
     from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
-    from elecsolver.parallel.profiling import peak_allocated_mib
+    from elecsolver.parallel.profiling import step_peak_mib
     from elecsolver.parallel.strategy import apply_parallelism
 
     from elecsolver.trainer import Trainer
@@ -57,7 +57,7 @@ def worker() -> None:
         held = sum(p.numel() * p.element_size() for p in model.parameters())
         for state in trainer.optimizer.state.values():
             held += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t) and t.dim() > 0)
-        peak = peak_allocated_mib(trainer.train_step)
+        peak = step_peak_mib(trainer.train_step)
         print(json.dumps({"plan": plan, "rank": info.rank, "mib": peak + held / 2**20}), flush=True)
     shutdown()
 

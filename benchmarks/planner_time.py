@@ -11,8 +11,8 @@ peak memory beside the measured ones, with the machine description they are pred
    two-stage pipeline with 2 and 8 micro-batches (the micro-batch cost is fitted to it), and the activation
    coefficients.
 2. Every plan trains 2 warm-up steps and ``--steps`` timed steps; rank 0's median step is the plan's time; then one
-   more step's peak allocation (``peak_allocated_mib``) plus the parameters and optimizer state it holds is each
-   rank's memory, the largest rank's the plan's. A launch first trains its first plan once untimed (a process's
+   more step's peak allocation (``step_peak_mib``: the first of 4 steps whose allocations and frees balance)
+   plus the parameters and optimizer state it holds is each rank's memory, the largest rank's the plan's. A launch first trains its first plan once untimed (a process's
    first steps pay its own warm-up).
 3. Steps 1 and 2 are repeated ``--repeats`` times, interleaved (a calibration, a launch of every plan, a
    calibration, ...), so that the calibration sees the host's load as the plans do; each launch starts a further
@@ -56,7 +56,7 @@ def worker(steps: int, world: int, name: str, preset: str, shift: int = 0) -> No
     import torch
     from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
     from elecsolver.parallel.planner import time_steps
-    from elecsolver.parallel.profiling import peak_allocated_mib
+    from elecsolver.parallel.profiling import step_peak_mib
     from elecsolver.parallel.strategy import apply_parallelism
 
     from elecsolver.trainer import Trainer
@@ -78,7 +78,7 @@ def worker(steps: int, world: int, name: str, preset: str, shift: int = 0) -> No
         held = sum(p.numel() * p.element_size() for p in model.parameters())
         for state in trainer.optimizer.state.values():
             held += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t) and t.dim() > 0)
-        mib = peak_allocated_mib(trainer.train_step) + held / 2**20
+        mib = step_peak_mib(trainer.train_step) + held / 2**20
         print(json.dumps({"plan": plan, "rank": info.rank, "s": statistics.median(times), "mib": mib}), flush=True)
     shutdown()
 

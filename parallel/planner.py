@@ -196,9 +196,14 @@ def _width_units(module) -> int:
 
 
 def _block_units(module) -> int:
-    """B: the output units of the widest weight layer or activation (:func:`_layers`), whose backward's temporaries
-    set the peak of a backward."""
-    return max(out for _, _, out in _layers(module))
+    """B: the units where the backward starts, whose temporaries set its peak: the widest of the last weight layer's
+    input and output and of the activations after it (:func:`_layers`).  The backward's peak comes at its start,
+    while all that the forward kept is still held; further back it frees more than it allocates.  Under tensor
+    parallelism a stage that ends with a row-parallel layer starts its backward on that layer's sharded input (the
+    cavity's network at tp = 2: 32 units, not the 64 of its widest layer)."""
+    rows = _layers(module)
+    last = max(k for k, (weight, _, _) in enumerate(rows) if weight)
+    return max(max(units[1:]) for units in rows[last:])
 
 
 def _kept_units(module) -> int:

@@ -20,7 +20,7 @@ import time
 import torch
 
 __all__ = ["COMMUNICATION_MARKERS", "allocations", "is_communication", "peak_allocated_mib", "profile_steps",
-           "quiet_profile", "split_times"]
+           "quiet_profile", "split_times", "step_peak_mib"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,35 @@ def peak_allocated_mib(fn) -> float:
         If this torch build's profiler records no memory events.
     """
     return allocations(fn)[1]
+
+
+def step_peak_mib(step, tries: int = 4) -> float:
+    """Peak of torch's CPU allocations during one training step in steady state, above what the step starts with,
+    in MiB: ``step()`` is run ``tries`` times, each under :func:`allocations`, and the first run whose allocations
+    and frees balance (nothing left held at its end) gives the peak; if none balances, the smallest peak.
+
+    Why several runs: the profiler records a free only on a thread that it profiles.  A tensor handed to a
+    ``torch.distributed`` collective is also held by the backend's work object (gloo's worker thread); when that
+    thread drops the last reference, after the caller has dropped its own, the free goes unrecorded and the tensor
+    counts as held for the rest of the run.  Which thread frees last is a race, so such a run reads high by the
+    tensor's size and leaves it held at its end.  A missed free can only raise the running sum, so a balanced run,
+    or else the lowest, is the one to trust.  Measure a warmed-up trainer: its first step allocates the optimizer's
+    state and does not balance.
+
+    Collective when ``step`` is: every rank runs ``step`` exactly ``tries`` times, whatever its own runs read.
+
+    Raises
+    ------
+    ValueError
+        If ``tries`` is below 1.
+    RuntimeError
+        If this torch build's profiler records no memory events.
+    """
+    if tries < 1:
+        raise ValueError(f"tries must be at least 1, got {tries}")
+    runs = [allocations(step)[1:] for _ in range(tries)]
+    balanced = [peak for peak, end in runs if end <= 0.0]
+    return balanced[0] if balanced else min(peak for peak, _ in runs)
 
 
 def profile_steps(trainer, stop_after: int | None = None, steps: int = 3) -> dict:

@@ -186,6 +186,16 @@ def _add_bias_value(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tenso
     return torch.cat([v + bias, rest], dim=0)
 
 
+def _add_bias_value_(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``bias`` added in place to channel 0 of ``out`` [C, ...], which is returned: for the all-reduced sum of a
+    row-parallel layer, which becomes the layer's output instead of being copied into a new one.  Besides the copy,
+    this keeps the sum alive past the collective: a tensor dropped at once could be freed last by gloo's worker
+    thread, which the profiler's memory events miss (:func:`~elecsolver.parallel.profiling.step_peak_mib`)."""
+    if bias is not None:
+        out[:1].add_(bias)
+    return out
+
+
 def _shard(t: torch.Tensor, dim: int, size: int, rank: int) -> torch.Tensor:
     n = t.shape[dim] // size
     return t.detach().narrow(dim, rank * n, n).clone().contiguous()
@@ -336,9 +346,9 @@ class RowParallelJetLinear(_TPLinearBase):
     def forward(self, x):
         if isinstance(x, Jet):
             out = reduce_from_tp(torch.matmul(x.channels, self.weight.t()), self.tp.key)
-            return x.like(_add_bias_value(out, self.bias))
+            return x.like(_add_bias_value_(out, self.bias))
         out = reduce_from_tp(torch.matmul(x, self.weight.t()), self.tp.key)
-        return out if self.bias is None else out + self.bias
+        return out if self.bias is None else out.add_(self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features} (local {self.in_features // self.tp_size}), "
@@ -440,8 +450,8 @@ class RowParallelGroupedJetLinear(_TPLinearBase):
     def forward(self, x):
         if isinstance(x, Jet):
             out = reduce_from_tp(self._matmul(x.channels), self.tp.key)  # [C, N, G, out]
-            return x.like(_add_bias_value(out, self.bias).flatten(-2))
-        return (reduce_from_tp(self._matmul(x), self.tp.key) + self.bias).flatten(-2)
+            return x.like(_add_bias_value_(out, self.bias).flatten(-2))
+        return reduce_from_tp(self._matmul(x), self.tp.key).add_(self.bias).flatten(-2)
 
     def extra_repr(self) -> str:
         return (f"groups={self.groups}, in_features={self.in_features} "

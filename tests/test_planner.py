@@ -195,6 +195,12 @@ def test_a_stage_that_opens_with_an_activation_holds_its_units():
     assert [_width_units(s) for s in stages] == [128, 64, 128, 70]
     assert [_kept_units(s) for s in stages] == [64, 64, 128, 70]
     assert [_block_units(s) for s in stages] == [64, 64, 64, 64]
+    # tp = 2: column-parallel layers and their activations hold 32 of 64 units; the backward starts on the last
+    # (row-parallel) layer's sharded input, 32 units, not the widest layer's 64
+    sharded = _shards(model, 2, 1)[0]
+    assert _layers(sharded) == [(True, 4, 32), (False, 32, 32), (True, 32, 64), (False, 64, 64), (True, 64, 32),
+                                (False, 32, 32), (True, 32, 6)]
+    assert (_width_units(sharded), _block_units(sharded), _kept_units(sharded)) == (262, 32, 134)
 
 
 def test_plan_command_with_a_memory_limit():
@@ -336,3 +342,31 @@ def test_allocations_give_the_peak_and_what_is_left():
 
     out, peak, end = allocations(lambda: torch.ones(1 << 20) + 1)
     assert float(out[0]) == 2.0 and abs(peak - 8.0) < 0.01 and abs(end - 4.0) < 0.01
+
+
+def test_step_peak_takes_a_run_whose_allocations_balance():
+    """step_peak_mib runs the step ``tries`` times and takes the first run that leaves nothing held: a first run
+    that keeps 4 MiB (as a run that misses a free reads) peaks at 12 MiB, the balanced runs after it at the 8 MiB of
+    ones(2^20) + 1; with no balanced run, the lowest peak; every run happens whatever the readings (ranks agree)."""
+    import pytest
+    import torch
+    from elecsolver.parallel.profiling import step_peak_mib
+
+    kept, calls = [], []
+
+    def step():
+        calls.append(1)
+        if len(calls) == 1:
+            kept.append(torch.ones(1 << 20))
+        (torch.ones(1 << 20) + 1).sum()
+
+    assert abs(step_peak_mib(step, tries=3) - 8.0) < 0.01 and len(calls) == 3
+    leaks = []
+
+    def leaky():
+        leaks.append(torch.ones(1 << 18 if leaks else 1 << 20))  # 4 MiB, then 1 MiB each run
+        (torch.ones(1 << 20) + 1).sum()
+
+    assert abs(step_peak_mib(leaky, tries=2) - 9.0) < 0.01 and len(leaks) == 2
+    with pytest.raises(ValueError, match="tries must be at least 1"):
+        step_peak_mib(step, tries=0)
