@@ -13,21 +13,21 @@ starting a process group, and gives the reason a plan cannot run:
 - ``memory``: with a memory per rank and a calibrated memory model, the plan's largest rank is predicted above
   (1 - margin) of it.
 
-The memory model counts parameters, gradients, Adam's two moments (sharded over dp by ZeRO) and the dp gradient
-buffer exactly, from the shards the run would hold, and models the activations as c x (A / dp) x W x the share of
-micro-batches in flight: A the points of a step times each loss term's jet channels (value and the derivatives its
-residual reads), W the output features of the rank's weight layers, c bytes per unit measured by :func:`calibrate`
-from two short steps on one process (plain and with recompute; the peak of torch's CPU allocations,
-:func:`~elecsolver.parallel.profiling.peak_allocated_mib`). The in-flight share follows the schedules: GPipe holds
-every micro-batch's activations until its backward, 1F1B at most min(m, pp - stage) of m on a stage (Narayanan et
-al., PipeDream-Flush, SOSP 2019, sec. 3). Calibrated at width 32 and half the main job's points, it predicts width
-64 at twice the points within 0.6 % (plain) and 0.0 % (recompute) on one process, and per rank on 2 ranks
-within 4 % (tp's measurements spread 10 %; ``benchmarks/planner_memory.py``).
+The memory model (:func:`predict_stage_mib`) counts parameters, gradients, Adam's two moments (sharded over dp by
+ZeRO) and the dp gradient buffer exactly, from the shards the run would hold.  A rank's peak comes during one work
+item's backward (an item is one loss term of one micro-batch): the items the schedule still holds
+(:func:`backward_windows`: one process and GPipe differentiate the last item first, 1F1B holds pp - stage items;
+Narayanan et al., PipeDream-Flush, SOSP 2019, sec. 3) at ``plain`` bytes per point-channel and width unit, plus the
+item in hand at ``backward_peak`` bytes per point-channel and unit where its backward starts.  The coefficients
+(:class:`MemoryCoefficients`) come from one process's allocations (:func:`calibrate`, :func:`backward_peak`;
+:func:`~elecsolver.parallel.profiling.allocations`); ``benchmarks/planner_memory.py`` and
+``benchmarks/planner_time.py`` hold the model against every plan's measured peak
+(:func:`~elecsolver.parallel.profiling.step_peak_mib`).
 
-A first step-time model (:func:`predict_step_s`, :func:`calibrate_time`) is measured against 2-rank runs by
-``benchmarks/planner_time.py``: 0.90-1.17 of the measurement for pipelines, 0.44-0.72 for dp and tp (see
-docs/parallel.md). It is not accurate enough to rank plans yet, so :func:`feasibility` orders plans as
-:func:`candidate_plans` does, not by speed.
+The time model (:func:`predict_step_s`, :func:`calibrate_time`) prices the local compute from measured rates per
+multiply-add, the collectives and pipeline messages by Hockney's alpha-beta model, and the pipeline bubble of the
+chosen schedule; :func:`ranked` orders the plans that can run by it and :func:`best_plan` picks the first
+(docs/parallel.md quotes ``benchmarks/planner_time.py``'s comparison with measured steps).
 """
 
 from __future__ import annotations
@@ -283,13 +283,13 @@ class MemoryCoefficients:
         ``maxwell-point-source-2d``, 4.40 on ``maxwell-cavity-3d`` (a linear layer keeps its output, one float a
         unit; a sine activation its output and its argument's value channel, 1.2-1.25 floats a unit).
     backward_peak : float
-        What the backward of one work item allocates above that at its peak, per point-channel and unit of the
-        stage's widest layer (B, :func:`_block_units`): the gradients of a layer's jet channels and the activation's
+        What the backward of one work item allocates above that at its peak, per point-channel and unit where the
+        backward starts (B, :func:`_block_units`): the gradients of a layer's jet channels and the activation's
         chain-rule products, which live while that layer is differentiated. 6.97 and 7.06 on the two problems.
     recompute_peak : float
-        Under recompute: what the backward of one work item allocates at its peak, per point-channel and unit of the
-        widest layer: that layer's block run again (its forward's bytes) and differentiated. What recompute keeps
-        of each work item in flight is its blocks' outputs, one value of the training dtype a unit
+        Under recompute: what the backward of one work item allocates at its peak, per point-channel and unit of B:
+        the last block run again (its forward's bytes) and differentiated. What recompute keeps of each work item
+        in flight is its blocks' outputs, one value of the training dtype a unit
         (:func:`_kept_units`, of the stage before tensor-parallel sharding, which replicates them), counted
         exactly. 11.0 and 11.1 on the two problems.
     measured_on : str
@@ -309,10 +309,10 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
     One process runs every loss term's forward, then one backward of their sum, which differentiates the terms last
     one first (the autograd engine runs the most recently recorded nodes first), each term's saved tensors freed as
     its backward ends. With the terms' point-channels a_1..a_n, S_j = a_1 + ... + a_j held when term j's backward
-    runs, W the width units and B the widest layer's: the plain peak P = max_j (plain W S_j + backward_peak B a_j),
-    and under recompute P_r = max_j (b K S_j + recompute_peak B a_j) (b the training dtype's bytes, K the units
-    recompute keeps, :func:`_kept_units`), each solved for its coefficient (the smallest of the n candidates: the
-    peak is the largest of the n sums).
+    runs, W the width units and B those where the backward starts: the plain peak
+    P = max_j (plain W S_j + backward_peak B a_j), and under recompute P_r = max_j (b K S_j + recompute_peak B a_j)
+    (b the training dtype's bytes, K the units recompute keeps, :func:`_kept_units`), each solved for its
+    coefficient (the smallest of the n candidates: the peak is the largest of the n sums).
 
     Parameters
     ----------
@@ -359,8 +359,8 @@ def calibrate(problem, points_scale: float = 1.0, measure=None) -> MemoryCoeffic
 def backward_peak(problem, model, sizes: dict | None = None) -> float:
     """What the backward of ``problem``'s largest loss term (points x jet channels) allocates at its peak above what
     its forward left held (:func:`~elecsolver.parallel.profiling.allocations`), in float32 bytes per point-channel
-    and unit of the network's widest layer: the ``backward_peak`` of :class:`MemoryCoefficients` (6.97 on
-    ``maxwell-point-source-2d``). The term's residual is squared and summed, as in the loss; ``model`` is the
+    and unit where the backward starts (:func:`_block_units`): the ``backward_peak`` of :class:`MemoryCoefficients`
+    (6.97 on ``maxwell-point-source-2d``). The term's residual is squared and summed, as in the loss; ``model`` is the
     one-process network (its gradients are left as they were); ``sizes``: :func:`term_sizes` of ``problem``, if
     already known.
 
@@ -440,12 +440,12 @@ def predict_stage_mib(plan: Plan, stages: list, a_global: int, coeffs: MemoryCoe
 
     - per point-channel of every item held: ``plain`` x W (the stage's width units), or under recompute the blocks'
       outputs, ``dtype_bytes`` x :func:`_kept_units` of the stage before tensor-parallel sharding (``unsharded``,
-      the same stages with tp = 1: tp replicates them; benchmarks/planner_memory.py measured tp = 2 with recompute
-      at 0.69x of a prediction from the sharded widths); on a stage after the first, plus the features it
-      received, one value a unit of its input;
-    - per point-channel of the item in hand: ``backward_peak`` x B (the stage's widest layer's units), or under
-      recompute ``recompute_peak`` x B; on a stage before the last, plus the gradient it receives for its output,
-      one value a unit of the next stage's input.
+      the same stages with tp = 1: the cavity's tp = 2 with recompute measures 1.02x of this, and would be 0.77x
+      of a count from the sharded widths); on a stage after the first, plus the features it received, one value
+      a unit of its input;
+    - per point-channel of the item in hand: ``backward_peak`` x B (the units where the stage's backward starts),
+      or under recompute ``recompute_peak`` x B; on a stage before the last, plus the gradient it receives for its
+      output, one value a unit of the next stage's input.
 
     The data-parallel gradient buffer is allocated after the backward has freed the activations, so the larger of
     the two counts. ``a_terms``: each loss term's points x jet channels over all ranks (summing to ``a_global``;
