@@ -11,9 +11,10 @@ peak memory beside the measured ones, with the machine description they are pred
    two-stage pipeline with 2 and 8 micro-batches (the micro-batch cost is fitted to it), and the activation
    coefficients.
 2. Every plan trains 2 warm-up steps and ``--steps`` timed steps; rank 0's median step is the plan's time; then one
-   more step's peak allocation (``step_peak_mib``: the first of 4 steps whose allocations and frees balance)
-   plus the parameters and optimizer state it holds is each rank's memory, the largest rank's the plan's. A launch first trains its first plan once untimed (a process's
-   first steps pay its own warm-up).
+   more step's peak allocation (``step_peak_mib``; with tp, the first of 4 steps whose allocations and frees
+   balance) plus the parameters and optimizer state it holds is each rank's memory, the largest rank's the plan's.
+   A launch gives its plans to fresh processes 20 at a time (torch's profiler leaks memory on a pipeline's
+   stages), and each process first trains its first plan once untimed (its first steps pay its own warm-up).
 3. Steps 1 and 2 are repeated ``--repeats`` times, interleaved (a calibration, a launch of every plan, a
    calibration, ...), so that the calibration sees the host's load as the plans do; each launch starts a further
    1 / ``--repeats`` of the way round the list of plans, so that no plan always runs first; the predictions use
@@ -52,7 +53,21 @@ def _problem(name: str = "maxwell-point-source-2d", preset: str = "quick"):
     return cls(cfg)
 
 
-def worker(steps: int, world: int, name: str, preset: str, shift: int = 0) -> None:
+def _return_freed_heap() -> None:
+    """glibc's ``malloc_trim(0)``: hand the heap that the profiler's events freed back to the system, so that a
+    launch of many plans does not grow by it (no-op without glibc)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
+def worker(steps: int, world: int, name: str, preset: str, shift: int = 0, first: int = 0,
+           count: int | None = None) -> None:
     import torch
     from elecsolver.parallel.data_parallel import init_data_parallel, shutdown
     from elecsolver.parallel.planner import time_steps
@@ -65,6 +80,7 @@ def worker(steps: int, world: int, name: str, preset: str, shift: int = 0) -> No
     torch.set_num_threads(1)
     plans = _plans(world, name, preset)
     plans = plans[shift % len(plans):] + plans[:shift % len(plans)]
+    plans = plans[first:len(plans) if count is None else first + count]
     for k, plan in enumerate([plans[0]] + plans):  # the first, once more untimed: the process's own warm-up
         problem = _problem(name, preset)
         model, ctx = apply_parallelism(problem, comm, dev, plan)
@@ -78,16 +94,29 @@ def worker(steps: int, world: int, name: str, preset: str, shift: int = 0) -> No
         held = sum(p.numel() * p.element_size() for p in model.parameters())
         for state in trainer.optimizer.state.values():
             held += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t) and t.dim() > 0)
-        mib = step_peak_mib(trainer.train_step) + held / 2**20
+        # tp's all-reduced activations are what a run can miss the free of (step_peak_mib); a dp or pp plan's
+        # launches read identical peaks, and every profiled step leaks memory in torch's profiler on a pipeline's
+        # stages (tens of MiB), so they take one run
+        mib = step_peak_mib(trainer.train_step, tries=4 if plan["tp"] > 1 else 1) + held / 2**20
+        _return_freed_heap()
         print(json.dumps({"plan": plan, "rank": info.rank, "s": statistics.median(times), "mib": mib}), flush=True)
     shutdown()
 
 
+PLANS_A_PROCESS = 20
+
+
 def _launch(steps: int, world: int, name: str, preset: str, shift: int = 0) -> dict[str, dict]:
     """Per plan (its JSON): rank 0's median step (s) and the largest rank's memory (MiB), from one launch that
-    starts at plan ``shift`` of the list and goes round."""
-    ranks = launch_ranks([sys.executable, __file__, "--worker", "--steps", str(steps), "--world", str(world),
-                          "--problem", name, "--preset", preset, "--shift", str(shift)], world=world)
+    starts at plan ``shift`` of the list and goes round. The plans go to fresh processes :data:`PLANS_A_PROCESS`
+    at a time: every profiled step leaks memory in torch's profiler on a pipeline's stages, which grows with the
+    micro-batches, and 58 plans in one process set came near the host's 24 GiB on 4 ranks."""
+    n = len(_plans(world, name, preset))
+    ranks = []
+    for first in range(0, n, PLANS_A_PROCESS):
+        ranks += launch_ranks([sys.executable, __file__, "--worker", "--steps", str(steps), "--world", str(world),
+                               "--problem", name, "--preset", preset, "--shift", str(shift), "--first", str(first),
+                               "--count", str(PLANS_A_PROCESS)], world=world)
     out = {}
     for rows in ranks:
         for r in rows:
@@ -249,6 +278,7 @@ if __name__ == "__main__":
         def arg(name):
             return sys.argv[sys.argv.index(name) + 1]
 
-        worker(int(arg("--steps")), int(arg("--world")), arg("--problem"), arg("--preset"), int(arg("--shift")))
+        worker(int(arg("--steps")), int(arg("--world")), arg("--problem"), arg("--preset"), int(arg("--shift")),
+               int(arg("--first")), int(arg("--count")))
     else:
         sys.exit(main())
