@@ -95,8 +95,8 @@ def worker(steps: int, world: int, name: str, preset: str, shift: int = 0, first
         for state in trainer.optimizer.state.values():
             held += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t) and t.dim() > 0)
         # tp's all-reduced activations are what a run can miss the free of (step_peak_mib); a dp or pp plan's
-        # launches read identical peaks, and every profiled step leaks memory in torch's profiler on a pipeline's
-        # stages (tens of MiB), so they take one run
+        # launches read peaks within about 1 % of each other, and every profiled step leaks memory in torch's
+        # profiler on a pipeline's stages (tens of MiB), so they take one run
         mib = step_peak_mib(trainer.train_step, tries=4 if plan["tp"] > 1 else 1) + held / 2**20
         _return_freed_heap()
         print(json.dumps({"plan": plan, "rank": info.rank, "s": statistics.median(times), "mib": mib}), flush=True)
